@@ -1,0 +1,63 @@
+// Package routes is the route table of the base_url API as plain data: the
+// single source the local router, the Lambda functions, the CDK app and the
+// tests all read. It imports the standard library only, so that the CDK
+// module can read it without compiling a handler.
+package routes
+
+// Access is what a route may touch in the store.
+type Access int
+
+const (
+	// Public routes need no token and read nothing of a user's.
+	Public Access = iota
+	// Read routes read the caller's records.
+	Read
+	// Write routes create, change or delete the caller's records.
+	Write
+)
+
+func (a Access) String() string {
+	switch a {
+	case Public:
+		return "public"
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return "unknown"
+}
+
+// Route is one operation of the base_url API.
+type Route struct {
+	// Name names the route's handler, its Lambda function (functions/<Name>)
+	// and its sample event (events/<Name>.json).
+	Name   string
+	Method string
+	// Path uses {param} segments, as net/http patterns and API Gateway do.
+	Path   string
+	Access Access
+	// Credentials: the route seals or opens credential fields, so it needs
+	// the data key (kms:Decrypt, kms:GenerateDataKey in AWS).
+	Credentials bool
+}
+
+// All is every base_url route.
+var All = []Route{
+	{Name: "healthz", Method: "GET", Path: "/healthz", Access: Public},
+	{Name: "list-hosts", Method: "GET", Path: "/ssh/db/host", Access: Read, Credentials: true},
+	{Name: "create-host", Method: "POST", Path: "/ssh/db/host", Access: Write, Credentials: true},
+	{Name: "get-host", Method: "GET", Path: "/ssh/db/host/{id}", Access: Read, Credentials: true},
+	{Name: "update-host", Method: "PUT", Path: "/ssh/db/host/{id}", Access: Write, Credentials: true},
+	{Name: "delete-host", Method: "DELETE", Path: "/ssh/db/host/{id}", Access: Write},
+}
+
+// ByName returns the route with the name.
+func ByName(name string) (Route, bool) {
+	for _, r := range All {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Route{}, false
+}

@@ -1,0 +1,103 @@
+package sshdeck
+
+import (
+	"context"
+	"time"
+)
+
+// AuthType is how sshdeck logs in to a host.
+type AuthType string
+
+const (
+	AuthPassword AuthType = "password"
+	AuthKey      AuthType = "key"
+	AuthNone     AuthType = "none"
+)
+
+// HostConfig is what a client sets on a host, its credentials aside.
+type HostConfig struct {
+	Name              string             `json:"name"`
+	IP                string             `json:"ip"`
+	Port              int                `json:"port"`
+	Username          string             `json:"username"`
+	Folder            string             `json:"folder"`
+	Tags              []string           `json:"tags"`
+	Pin               bool               `json:"pin"`
+	AuthType          AuthType           `json:"authType"`
+	KeyType           string             `json:"keyType"`
+	EnableTerminal    bool               `json:"enableTerminal"`
+	EnableTunnel      bool               `json:"enableTunnel"`
+	EnableFileManager bool               `json:"enableFileManager"`
+	DefaultPath       string             `json:"defaultPath"`
+	TunnelConnections []TunnelConnection `json:"tunnelConnections"`
+}
+
+// TunnelConnection is a tunnel a host offers to start from its configuration.
+type TunnelConnection struct {
+	SourcePort    int    `json:"sourcePort"`
+	EndpointPort  int    `json:"endpointPort"`
+	EndpointHost  string `json:"endpointHost"`
+	MaxRetries    int    `json:"maxRetries"`
+	RetryInterval int    `json:"retryInterval"` // seconds
+	AutoStart     bool   `json:"autoStart"`
+}
+
+// Credentials are a host's secrets in plaintext. They exist in memory only:
+// every store receives SealedCredentials.
+type Credentials struct {
+	Password    string `json:"password"`
+	Key         string `json:"key"`
+	KeyPassword string `json:"keyPassword"`
+}
+
+// SealedCredentials are Credentials encrypted field by field (see
+// shared/secret). A nil field means the credential is empty.
+type SealedCredentials struct {
+	Password    []byte `json:"password,omitempty"`
+	Key         []byte `json:"key,omitempty"`
+	KeyPassword []byte `json:"keyPassword,omitempty"`
+}
+
+// Host is a host record as stored. Version starts at 1 and grows by one on
+// every update; it is the host's ETag and the guard of conditional writes.
+type Host struct {
+	Owner   string `json:"owner"`
+	ID      int64  `json:"id"`
+	Version int64  `json:"version"`
+	HostConfig
+	Sealed    SealedCredentials `json:"sealed"`
+	CreatedAt time.Time         `json:"createdAt"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+}
+
+// HostStore persists host records. Host ids are positive, unique within their
+// owner, allocated in increasing order and never reused. Every method is
+// scoped to one owner: another owner's host is NotFound.
+type HostStore interface {
+	// NextHostID allocates the next host id of the owner.
+	NextHostID(ctx context.Context, owner string) (int64, error)
+	// CreateHost stores h, whose Owner, ID (from NextHostID) and Version (1)
+	// are set; Conflict when the id exists.
+	CreateHost(ctx context.Context, h *Host) error
+	// Host returns the owner's host; NotFound when absent.
+	Host(ctx context.Context, owner string, id int64) (*Host, error)
+	// Hosts returns the owner's hosts ordered by id.
+	Hosts(ctx context.Context, owner string) ([]*Host, error)
+	// UpdateHost replaces the stored host with h if the stored version is
+	// h.Version-1; Conflict when it is not, NotFound when absent.
+	UpdateHost(ctx context.Context, h *Host) error
+	// DeleteHost removes the owner's host with everything that belongs to it.
+	// With version > 0 the stored version must equal it (else Conflict).
+	// NotFound when absent.
+	DeleteHost(ctx context.Context, owner string, id int64, version int64) error
+}
+
+// Store is everything a deployment persists.
+type Store interface {
+	UserStore
+	TokenStore
+	HostStore
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	Close() error
+}

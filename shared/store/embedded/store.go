@@ -1,0 +1,127 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// schemaVersion is the layout this package reads and writes (see the package
+// comment). Raise it with a migration in open when the layout changes.
+const schemaVersion = 1
+
+var (
+	bucketMeta        = []byte("meta")
+	bucketUsers       = []byte("users")
+	bucketUsernames   = []byte("usernames")
+	bucketTokens      = []byte("tokens")
+	bucketTokenHashes = []byte("token_hashes")
+	bucketHosts       = []byte("hosts")
+
+	keySchema = []byte("schema")
+)
+
+// ErrLocked is wrapped by the error of Open when another process (or another
+// Open in this one) holds the store's file.
+var ErrLocked = errors.New("store is locked")
+
+// Store is the sshdeck.Store over a bbolt file.
+type Store struct {
+	db *bolt.DB
+}
+
+var _ sshdeck.Store = (*Store)(nil)
+
+// Open opens the store at path, creating the file (mode 0600) if needed. It
+// waits at most a second for the file lock, then fails with ErrLocked rather
+// than hanging behind a running server.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, &lockedError{path: path}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
+	}
+	if err := db.Update(prepare); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// prepare creates the buckets of a new file and refuses a file written by a
+// newer sshdeck, whose layout this one could corrupt.
+func prepare(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if v := meta.Get(keySchema); v != nil {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 {
+			return fmt.Errorf("unreadable schema %q", v)
+		}
+		if n > schemaVersion {
+			return fmt.Errorf("the file has schema %d, newer than schema %d of this sshdeck; upgrade sshdeck", n, schemaVersion)
+		}
+	}
+	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion)))
+}
+
+// Close releases the file and its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("embedded: close: %w", err)
+	}
+	return nil
+}
+
+// Ping runs a read transaction: it fails once the store is closed.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.view(ctx, "ping", func(*bolt.Tx) error { return nil })
+}
+
+func (s *Store) view(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, s.db.View(fn))
+}
+
+func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
+	// A cancelled request must not write, even though bbolt would not notice.
+	if err := ctx.Err(); err != nil {
+		return wrap(op, err)
+	}
+	return wrap(op, s.db.Update(fn))
+}
+
+// wrap leaves coded errors alone: their message is meant for the caller.
+func wrap(op string, err error) error {
+	var coded *sshdeck.Error
+	if err == nil || errors.As(err, &coded) {
+		return err
+	}
+	return fmt.Errorf("embedded: %s: %w", op, err)
+}
+
+type lockedError struct{ path string }
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("store %s is in use by another process (a running `sshdeck serve`?)", e.path)
+}
+
+func (e *lockedError) Unwrap() error { return ErrLocked }

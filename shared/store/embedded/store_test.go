@@ -1,0 +1,157 @@
+package embedded
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/storetest"
+)
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sshdeck.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s, path
+}
+
+func mustOpen(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) sshdeck.Store {
+		s, _ := openTemp(t)
+		return s
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t)
+	u := &sshdeck.User{ID: "u-1", Name: "alice", CreatedAt: time.Now()}
+	k := &sshdeck.Token{ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: time.Now()}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		id, err := s.NextHostID(ctx, "u-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "u-1", ID: id, Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteHost(ctx, "u-1", 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpen(t, path)
+	defer s.Close()
+	if _, err := s.UserByName(ctx, "alice"); err != nil {
+		t.Errorf("UserByName after reopen: %v", err)
+	}
+	if _, err := s.TokenByHash(ctx, "h-1"); err != nil {
+		t.Errorf("TokenByHash after reopen: %v", err)
+	}
+	if _, err := s.Host(ctx, "u-1", 1); err != nil {
+		t.Errorf("Host after reopen: %v", err)
+	}
+	if id, err := s.NextHostID(ctx, "u-1"); err != nil || id != 3 {
+		t.Errorf("NextHostID after reopen: got %d, %v; want 3", id, err)
+	}
+}
+
+func TestOpenLockedFailsFast(t *testing.T) {
+	s, path := openTemp(t)
+	start := time.Now()
+	_, err := Open(path)
+	elapsed := time.Since(start)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: got %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name %s", err, path)
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("second Open took %v", elapsed)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, path).Close()
+}
+
+func TestFileMode(t *testing.T) {
+	s, path := openTemp(t)
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Fatalf("mode: got %o, want 600", mode)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	s, path := openTemp(t)
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) })
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 2") {
+		t.Fatalf("Open of a schema-2 file: got %v, want an error naming schema 2", err)
+	}
+}
+
+// The suite needs only creation order; this store also orders ties by id.
+func TestTokensTieBreakByID(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTemp(t)
+	defer s.Close()
+	at := time.Now()
+	for _, id := range []string{"t-b", "t-c", "t-a"} {
+		if err := s.CreateToken(ctx, &sshdeck.Token{ID: id, UserID: "u", Hash: "h" + id, CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens, err := s.Tokens(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, k := range tokens {
+		ids = append(ids, k.ID)
+	}
+	if got := strings.Join(ids, ","); got != "t-a,t-b,t-c" {
+		t.Fatalf("Tokens: got %s, want t-a,t-b,t-c", got)
+	}
+}
