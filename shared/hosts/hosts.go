@@ -1,0 +1,279 @@
+// Package hosts holds the rules of host records above any store: validation,
+// defaults, the keep-absent-credentials merge of an update, sealing of
+// credential fields, conditional writes and ownership.
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/sshkey"
+)
+
+// Record is a host as its owner sees it, credentials in plaintext.
+type Record struct {
+	ID int64 `json:"id"`
+	sshdeck.HostConfig
+	sshdeck.Credentials
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version is the record's ETag.
+	Version int64 `json:"-"`
+}
+
+// Precondition tells whether a write may go ahead given the stored version
+// (an If-Match header). A nil Precondition lets every write through.
+type Precondition func(version int64) bool
+
+// Service applies the host rules over a store.
+type Service struct {
+	store  sshdeck.HostStore
+	sealer *secret.Sealer
+	now    func() time.Time
+}
+
+// NewService returns a Service; now is the clock (time.Now when nil).
+func NewService(store sshdeck.HostStore, sealer *secret.Sealer, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, sealer: sealer, now: now}
+}
+
+// maxUpdateAttempts bounds the retries of an unconditional update that lost
+// a race with another writer.
+const maxUpdateAttempts = 5
+
+// List returns the owner's hosts ordered by id.
+func (s *Service) List(ctx context.Context, owner string) ([]*Record, error) {
+	stored, err := s.store.Hosts(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	records := make([]*Record, 0, len(stored))
+	for _, h := range stored {
+		r, err := s.record(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		records = append(records, r)
+	}
+	return records, nil
+}
+
+// Get returns one of the owner's hosts.
+func (s *Service) Get(ctx context.Context, owner string, id int64) (*Record, error) {
+	h, err := s.store.Host(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.record(ctx, h)
+}
+
+// Create stores a new host for the owner.
+func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record, error) {
+	cfg, err := in.config()
+	if err != nil {
+		return nil, err
+	}
+	creds := sshdeck.Credentials{}
+	cfg, creds = merge(cfg, creds, in)
+	if err := checkKey(cfg, creds); err != nil {
+		return nil, err
+	}
+	id, err := s.store.NextHostID(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	now := s.timestamp()
+	h := &sshdeck.Host{Owner: owner, ID: id, Version: 1, HostConfig: cfg, CreatedAt: now, UpdatedAt: now}
+	if h.Sealed, err = s.seal(ctx, h, creds, nil); err != nil {
+		return nil, err
+	}
+	if err := s.store.CreateHost(ctx, h); err != nil {
+		return nil, err
+	}
+	return &Record{ID: id, HostConfig: cfg, Credentials: creds, CreatedAt: now, UpdatedAt: now, Version: 1}, nil
+}
+
+// Update replaces the configuration of one of the owner's hosts; absent
+// credentials keep their stored values. With a precondition, a host changed
+// since is PreconditionFailed; without one, a lost race is retried on the
+// newer record, so no writer's credentials are merged into a stale copy.
+func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input, ifMatch Precondition) (*Record, error) {
+	cfg, err := in.config()
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := s.store.Host(ctx, owner, id)
+		if err != nil {
+			return nil, err
+		}
+		if ifMatch != nil && !ifMatch(cur.Version) {
+			return nil, preconditionFailed(id)
+		}
+		stored, err := s.open(ctx, cur)
+		if err != nil {
+			return nil, err
+		}
+		next, creds := merge(cfg, stored, in)
+		if in.Key != nil || in.KeyPassword != nil || next.KeyType != cur.KeyType {
+			if err := checkKey(next, creds); err != nil {
+				return nil, err
+			}
+		}
+		h := *cur
+		h.HostConfig, h.Version, h.UpdatedAt = next, cur.Version+1, s.timestamp()
+		if h.Sealed, err = s.seal(ctx, &h, creds, &unchanged{stored, cur.Sealed}); err != nil {
+			return nil, err
+		}
+		err = s.store.UpdateHost(ctx, &h)
+		switch {
+		case err == nil:
+			return &Record{ID: id, HostConfig: next, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}, nil
+		case sshdeck.ErrorCode(err) != sshdeck.Conflict:
+			return nil, err
+		case ifMatch != nil:
+			return nil, preconditionFailed(id)
+		case attempt == maxUpdateAttempts:
+			return nil, sshdeck.Errorf(sshdeck.Conflict, "host %d is being changed by other requests; try again", id)
+		}
+	}
+}
+
+// Delete removes one of the owner's hosts and everything that belongs to it.
+func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch Precondition) error {
+	if ifMatch == nil {
+		return s.store.DeleteHost(ctx, owner, id, 0)
+	}
+	cur, err := s.store.Host(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	if !ifMatch(cur.Version) {
+		return preconditionFailed(id)
+	}
+	err = s.store.DeleteHost(ctx, owner, id, cur.Version)
+	if sshdeck.ErrorCode(err) == sshdeck.Conflict {
+		return preconditionFailed(id)
+	}
+	return err
+}
+
+func preconditionFailed(id int64) error {
+	return sshdeck.Errorf(sshdeck.PreconditionFailed, "host %d has changed since the ETag in If-Match", id)
+}
+
+// merge applies the input's credentials over the stored ones (absent or null
+// keeps, "" clears), infers an absent authType and clears what the authType
+// does not use.
+func merge(cfg sshdeck.HostConfig, creds sshdeck.Credentials, in *Input) (sshdeck.HostConfig, sshdeck.Credentials) {
+	set := func(dst *string, src *string) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&creds.Password, in.Password)
+	set(&creds.Key, in.Key)
+	set(&creds.KeyPassword, in.KeyPassword)
+	if cfg.AuthType == "" {
+		cfg.AuthType = sshdeck.AuthPassword
+		if creds.Key != "" {
+			cfg.AuthType = sshdeck.AuthKey
+		}
+	}
+	switch cfg.AuthType {
+	case sshdeck.AuthPassword:
+		creds.Key, creds.KeyPassword = "", ""
+	case sshdeck.AuthKey:
+		creds.Password = ""
+	case sshdeck.AuthNone:
+		creds = sshdeck.Credentials{}
+	}
+	return cfg, creds
+}
+
+// checkKey parses a non-empty key with its passphrase as its keyType says.
+func checkKey(cfg sshdeck.HostConfig, creds sshdeck.Credentials) error {
+	if creds.Key == "" {
+		return nil
+	}
+	_, err := sshkey.Parse(creds.Key, creds.KeyPassword, cfg.KeyType)
+	return err
+}
+
+func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
+
+// field names a credential field for sealing: its name in the additional
+// data, and where it lives in the plaintext and sealed structs.
+type field struct {
+	name   string
+	plain  func(*sshdeck.Credentials) *string
+	sealed func(*sshdeck.SealedCredentials) *[]byte
+}
+
+var fields = []field{
+	{"password", func(c *sshdeck.Credentials) *string { return &c.Password }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.Password }},
+	{"key", func(c *sshdeck.Credentials) *string { return &c.Key }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.Key }},
+	{"keyPassword", func(c *sshdeck.Credentials) *string { return &c.KeyPassword }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.KeyPassword }},
+}
+
+func ad(h *sshdeck.Host, f field) string {
+	return secret.AD("host", h.Owner, strconv.FormatInt(h.ID, 10), f.name)
+}
+
+// unchanged is a record's credentials before an update, with their
+// envelopes: a field whose value did not change keeps its envelope.
+type unchanged struct {
+	plain  sshdeck.Credentials
+	sealed sshdeck.SealedCredentials
+}
+
+func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Credentials, prev *unchanged) (sshdeck.SealedCredentials, error) {
+	var out sshdeck.SealedCredentials
+	for _, f := range fields {
+		value := *f.plain(&creds)
+		switch {
+		case value == "":
+			continue
+		case prev != nil && value == *f.plain(&prev.plain):
+			*f.sealed(&out) = *f.sealed(&prev.sealed)
+		default:
+			env, err := s.sealer.Seal(ctx, []byte(value), ad(h, f))
+			if err != nil {
+				return out, fmt.Errorf("seal host %d %s: %w", h.ID, f.name, err)
+			}
+			*f.sealed(&out) = env
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) open(ctx context.Context, h *sshdeck.Host) (sshdeck.Credentials, error) {
+	var out sshdeck.Credentials
+	for _, f := range fields {
+		env := *f.sealed(&h.Sealed)
+		if len(env) == 0 {
+			continue
+		}
+		plain, err := s.sealer.Open(ctx, env, ad(h, f))
+		if err != nil {
+			return out, fmt.Errorf("open host %d %s: %w", h.ID, f.name, err)
+		}
+		*f.plain(&out) = string(plain)
+	}
+	return out, nil
+}
+
+func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) {
+	creds, err := s.open(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &Record{ID: h.ID, HostConfig: h.HostConfig, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}, nil
+}
