@@ -1,0 +1,186 @@
+// Package openapitest checks HTTP responses against the project's OpenAPI
+// document (openapi.yaml), so that every handler test also proves the
+// document right: an undocumented status, a missing required header or a
+// body that does not match its schema fails the test.
+package openapitest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+)
+
+// Validator checks requests' responses against openapi.yaml.
+type Validator struct {
+	doc    *openapi3.T
+	router routers.Router
+	// unrouted is what a request outside the document may get: 404 when
+	// no path matches, 405 when the path matches but the method does not.
+	unrouted *openapi3.Operation
+}
+
+// Load loads the document at path, validates it (doc.Validate) and returns
+// its Validator. It fails t at once when either step fails.
+func Load(t testing.TB, path string) *Validator {
+	t.Helper()
+	ctx := context.Background()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(path)
+	if err != nil {
+		t.Fatalf("openapitest: load %s: %v", path, err)
+		return nil
+	}
+	if err := doc.Validate(ctx); err != nil {
+		t.Fatalf("openapitest: %s is not a valid OpenAPI document: %v", path, err)
+		return nil
+	}
+	errSchema := doc.Components.Schemas["Error"]
+	if errSchema == nil {
+		t.Fatalf("openapitest: %s has no components.schemas.Error", path)
+		return nil
+	}
+	// Route on paths alone: tests send requests to httptest hosts, not to the
+	// document's servers. The copy shares every operation with doc.
+	routed := *doc
+	routed.Servers = nil
+	router, err := gorillamux.NewRouter(&routed)
+	if err != nil {
+		t.Fatalf("openapitest: route %s: %v", path, err)
+		return nil
+	}
+	return &Validator{doc: doc, router: router, unrouted: unroutedOperation(errSchema)}
+}
+
+// unroutedOperation describes the answers to a request the document has no
+// operation for: an Error body with X-Request-Id, and Allow on a 405.
+func unroutedOperation(errSchema *openapi3.SchemaRef) *openapi3.Operation {
+	requestID := &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		Required: true,
+		Schema:   openapi3.NewStringSchema().WithMinLength(1).NewRef(),
+	}}}
+	allow := &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+		Required: true,
+		Schema:   openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).WithMinItems(1).NewRef(),
+	}}}
+	response := func(description string, headers openapi3.Headers) *openapi3.ResponseRef {
+		r := openapi3.NewResponse().WithDescription(description).WithJSONSchemaRef(errSchema)
+		r.Headers = headers
+		return &openapi3.ResponseRef{Value: r}
+	}
+	op := openapi3.NewOperation()
+	op.Responses = openapi3.NewResponses(
+		openapi3.WithStatus(http.StatusNotFound, response("no such path",
+			openapi3.Headers{"X-Request-Id": requestID})),
+		openapi3.WithStatus(http.StatusMethodNotAllowed, response("no such method on the path",
+			openapi3.Headers{"X-Request-Id": requestID, "Allow": allow})),
+	)
+	return op
+}
+
+// Check fails t when resp (status, headers, body) is not allowed for req by
+// the document: undocumented path/method/status, missing required header,
+// body not matching the schema. Only the response is validated: req may be
+// deliberately malformed (a bad id, a bad body); its body is not read.
+//
+// A request whose path is not in the document must get 404, and one whose
+// path is but whose method is not must get 405 with Allow, both with an
+// Error body. HEAD is checked as GET without a body, as net/http serves it.
+func (v *Validator) Check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	if err := v.check(req, status, header, body); err != nil {
+		t.Errorf("openapitest: %s %s answered %d: %v\nbody: %s", req.Method, req.URL.Path, status, err, body)
+	}
+}
+
+func (v *Validator) check(req *http.Request, status int, header http.Header, body []byte) error {
+	ctx := context.Background()
+	// The router needs the path and method only; never touch req's body.
+	r := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath}, Header: http.Header{}}
+	options := &openapi3filter.Options{
+		IncludeResponseStatus: true,
+		MultiError:            true,
+		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+	}
+	// Say where and why, without dumping the schema and the value.
+	options.WithCustomSchemaErrorFunc(schemaError)
+	if r.Method == http.MethodHead {
+		r.Method = http.MethodGet
+		options.ExcludeResponseBody = true
+	}
+	route, params, err := v.router.FindRoute(r)
+	switch {
+	case errors.Is(err, routers.ErrPathNotFound) || errors.Is(err, routers.ErrMethodNotAllowed):
+		want := http.StatusNotFound
+		if errors.Is(err, routers.ErrMethodNotAllowed) {
+			want = http.StatusMethodNotAllowed
+		}
+		if status != want {
+			return errors.New("the document has no operation " + req.Method + " " + req.URL.Path +
+				": want status " + strconv.Itoa(want) + " with an Error body")
+		}
+		route = &routers.Route{Spec: v.doc, Path: req.URL.Path, Method: r.Method, Operation: v.unrouted}
+	case err != nil:
+		return err
+	}
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      route,
+			Options:    options,
+		},
+		Status:  status,
+		Header:  header,
+		Options: options,
+	}
+	input.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(ctx, input); err != nil {
+		return err
+	}
+	// kin-openapi decodes the first JSON value of a body and ignores what
+	// follows it: a JSON body must be one JSON value and nothing else.
+	if !options.ExcludeResponseBody && isJSON(header.Get("Content-Type")) && !json.Valid(body) {
+		return errors.New("response body is not one valid JSON value")
+	}
+	return nil
+}
+
+func schemaError(err *openapi3.SchemaError) string {
+	reason := err.Reason
+	if reason == "" {
+		reason = "does not match schema keyword " + strconv.Quote(err.SchemaField)
+	}
+	return "at /" + strings.Join(err.JSONPointer(), "/") + ": " + reason
+}
+
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json"))
+}
+
+// Operations returns "METHOD PATH" → operationId for every operation in the
+// document, e.g. "GET /ssh/db/host/{id}" → "get-host".
+func (v *Validator) Operations() map[string]string {
+	ops := map[string]string{}
+	for path, item := range v.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops[method+" "+path] = op.OperationID
+		}
+	}
+	return ops
+}
+
+// Doc returns the loaded document, for tests that look at more than the
+// operations (extensions, enums). Do not change it.
+func (v *Validator) Doc() *openapi3.T { return v.doc }

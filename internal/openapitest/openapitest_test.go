@@ -1,0 +1,158 @@
+package openapitest_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/sshdeck/sshdeck/internal/openapitest"
+)
+
+const document = "../../openapi.yaml"
+
+// recorder is a testing.TB that records failures instead of failing.
+type recorder struct {
+	testing.TB
+	failures []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// check runs Check with a recorder and reports what it failed with.
+func check(v *openapitest.Validator, method, target string, status int, header http.Header, body string) []string {
+	rec := &recorder{}
+	v.Check(rec, httptest.NewRequest(method, target, nil), status, header, []byte(body))
+	return rec.failures
+}
+
+// headers returns a JSON response's headers with X-Request-Id, then adds
+// the given name/value pairs; an empty value deletes the name.
+func headers(kv ...string) http.Header {
+	h := http.Header{"Content-Type": {"application/json; charset=utf-8"}, "X-Request-Id": {"4b1c3a2e-0000-4000-8000-000000000001"}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "" {
+			h.Del(kv[i])
+			continue
+		}
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+const host = `{"id":1,"name":"web","ip":"10.0.0.1","port":22,"username":"root","folder":"","tags":["prod"],
+"pin":false,"authType":"password","keyType":"auto","enableTerminal":true,"enableTunnel":true,
+"enableFileManager":true,"defaultPath":"/","tunnelConnections":[{"sourcePort":80,"endpointPort":8080,
+"endpointHost":"127.0.0.1","maxRetries":3,"retryInterval":5,"autoStart":false}],
+"password":"secret","key":"","keyPassword":"","createdAt":"2026-11-21T15:04:05.123Z","updatedAt":"2026-11-21T15:04:05Z"}`
+
+func TestCheck(t *testing.T) {
+	v := openapitest.Load(t, document)
+	for _, tc := range []struct {
+		name           string
+		method, target string
+		status         int
+		header         http.Header
+		body           string
+		fails          string // part of the failure; "" when Check must pass
+	}{
+		{"host", "GET", "/ssh/db/host/1", 200, headers("ETag", `"1"`), host, ""},
+		{"host list", "GET", "/ssh/db/host", 200, headers(), "[" + host + "]", ""},
+		{"empty list", "GET", "/ssh/db/host", 200, headers(), "[]\n", ""},
+		{"created", "POST", "/ssh/db/host", 201, headers("ETag", `"1"`, "Location", "/ssh/db/host/1"), host, ""},
+		{"health", "GET", "/healthz", 200, headers(), `{"status":"ok","store":"ok"}`, ""},
+		{"unhealthy", "GET", "/healthz", 503, headers(), `{"status":"unavailable","store":"store does not answer"}`, ""},
+		{"deleted", "DELETE", "/ssh/db/host/1", 200, headers(), `{"message":"SSH host deleted"}`, ""},
+		{"bad id still routes", "GET", "/ssh/db/host/abc", 400, headers(), `{"error":"host id must be a positive integer","code":"invalid"}`, ""},
+		{"unauthorized", "GET", "/ssh/db/host", 401, headers("WWW-Authenticate", "Bearer"), `{"error":"missing bearer token","code":"unauthorized"}`, ""},
+		{"unknown path", "GET", "/nope", 404, headers(), `{"error":"no route for GET /nope","code":"not_found"}`, ""},
+		{"wrong method", "PATCH", "/ssh/db/host/1", 405, headers("Allow", "GET", "Allow", "PUT", "Allow", "DELETE"), `{"error":"PATCH is not allowed","code":"method_not_allowed"}`, ""},
+		{"head as get", "HEAD", "/ssh/db/host/1", 200, headers("ETag", `"1"`), "", ""},
+
+		{"wrong body", "GET", "/ssh/db/host/1", 200, headers("ETag", `"1"`), `{"id":1}`, "doesn't match schema"},
+		{"wrong type", "GET", "/ssh/db/host/1", 200, headers("ETag", `"1"`), strings.Replace(host, `"port":22`, `"port":"22"`, 1), "doesn't match schema"},
+		{"extra field", "GET", "/ssh/db/host/1", 200, headers("ETag", `"1"`), strings.Replace(host, `"pin":false`, `"pin":false,"owner":"u1"`, 1), "doesn't match schema"},
+		{"bad time", "GET", "/ssh/db/host/1", 200, headers("ETag", `"1"`), strings.Replace(host, `"2026-11-21T15:04:05Z"`, `"yesterday"`, 1), "doesn't match schema"},
+		{"bad error code", "GET", "/ssh/db/host/1", 404, headers(), `{"error":"no","code":"missing"}`, "doesn't match schema"},
+		{"no etag", "GET", "/ssh/db/host/1", 200, headers(), host, `"ETag" missing`},
+		{"no request id", "GET", "/healthz", 200, headers("X-Request-Id", ""), `{"status":"ok","store":"ok"}`, `"X-Request-Id" missing`},
+		{"empty request id", "GET", "/healthz", 200, http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {""}}, `{"status":"ok","store":"ok"}`, `"X-Request-Id" doesn't match schema`},
+		{"weak etag", "GET", "/ssh/db/host/1", 200, headers("ETag", `W/"1"`), host, `"ETag" doesn't match schema`},
+		{"bad location", "POST", "/ssh/db/host", 201, headers("ETag", `"1"`, "Location", "/ssh/db/host/0"), host, `"Location" doesn't match schema`},
+		{"no www-authenticate", "GET", "/ssh/db/host", 401, headers(), `{"error":"no","code":"unauthorized"}`, `"WWW-Authenticate" missing`},
+		{"undocumented status", "GET", "/healthz", 500, headers(), `{"error":"internal error","code":"internal"}`, "status is not supported"},
+		{"unknown path not 404", "GET", "/nope", 200, headers(), `{}`, "no operation"},
+		{"unknown path bad body", "GET", "/nope", 404, headers(), `404 page not found`, "doesn't match schema"},
+		{"trailing garbage", "GET", "/healthz", 200, headers(), `{"status":"ok","store":"ok"} trailing`, "not one valid JSON value"},
+		{"wrong method no allow", "PATCH", "/ssh/db/host/1", 405, headers(), `{"error":"no","code":"method_not_allowed"}`, `"Allow" missing`},
+		{"not json", "GET", "/healthz", 200, headers("Content-Type", "", "Content-Type", "text/plain"), `ok`, "Content-Type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failures := check(v, tc.method, tc.target, tc.status, tc.header, tc.body)
+			switch {
+			case tc.fails == "" && len(failures) > 0:
+				t.Errorf("Check failed a right response:\n%s", strings.Join(failures, "\n"))
+			case tc.fails != "" && len(failures) == 0:
+				t.Errorf("Check passed a wrong response (want a failure about %q)", tc.fails)
+			case tc.fails != "" && !strings.Contains(strings.Join(failures, "\n"), tc.fails):
+				t.Errorf("Check failed, but not about %q:\n%s", tc.fails, strings.Join(failures, "\n"))
+			}
+		})
+	}
+}
+
+func TestLoadFailsOnInvalidDocument(t *testing.T) {
+	path := t.TempDir() + "/openapi.yaml"
+	doc := "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths:\n  /x:\n    get:\n      responses: {}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		openapitest.Load(rec, path)
+	}()
+	<-done
+	if len(rec.failures) == 0 {
+		t.Fatal("Load accepted a document without responses")
+	}
+}
+
+func TestOperations(t *testing.T) {
+	ops := openapitest.Load(t, document).Operations()
+	if got := ops["GET /ssh/db/host/{id}"]; got != "get-host" {
+		t.Errorf(`Operations()["GET /ssh/db/host/{id}"] = %q, want "get-host"`, got)
+	}
+}
+
+// TestEveryResponseHasRequestID: the contract puts X-Request-Id on every
+// response, so the document must require it on every one.
+func TestEveryResponseHasRequestID(t *testing.T) {
+	doc := openapitest.Load(t, document).Doc()
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				h := resp.Value.Headers["X-Request-Id"]
+				if h == nil || h.Value == nil || !h.Value.Required {
+					t.Errorf("%s %s %s: no required X-Request-Id header", method, path, status)
+				}
+				if status == "401" && resp.Value.Headers["WWW-Authenticate"] == nil {
+					t.Errorf("%s %s 401: no WWW-Authenticate header", method, path)
+				}
+			}
+		}
+	}
+}

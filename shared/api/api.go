@@ -1,0 +1,142 @@
+// Package api holds the HTTP handlers of every base_url route, bound to the
+// route table by name. The same handlers run in one local process
+// (Server.Router), one Lambda function per route (Server.Handler) and tests.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/routes"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Authenticator turns an Authorization header into the caller.
+type Authenticator interface {
+	Authenticate(ctx context.Context, header string) (sshdeck.Principal, error)
+}
+
+// Config is what the handlers need.
+type Config struct {
+	Hosts *hosts.Service
+	// Ping reports whether the store answers, for /healthz.
+	Ping func(context.Context) error
+	// Authenticator checks bearer tokens. Leave it nil where something in
+	// front already did (the Lambda authorizer) and put the caller into the
+	// request context with sshdeck.NewContextWithPrincipal.
+	Authenticator Authenticator
+	Logger        *slog.Logger
+}
+
+// Server serves the base_url routes.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	handlers map[string]handlerFunc
+}
+
+// handlerFunc is a route's handler. The caller is set on every route but the
+// public ones; a returned error is written as the contract's error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error
+
+// New returns a Server. It panics when a route of the table has no handler:
+// that is a programming error every test would catch.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.handlers = map[string]handlerFunc{
+		"healthz":     s.health,
+		"list-hosts":  s.listHosts,
+		"create-host": s.createHost,
+		"get-host":    s.getHost,
+		"update-host": s.updateHost,
+		"delete-host": s.deleteHost,
+	}
+	for _, r := range routes.All {
+		if s.handlers[r.Name] == nil {
+			panic(fmt.Sprintf("api: route %q has no handler", r.Name))
+		}
+	}
+	return s
+}
+
+// Router serves every route on one mux: the local server.
+func (s *Server) Router() http.Handler { return s.mux(routes.All...) }
+
+// Handler serves one route, as its Lambda function does.
+func (s *Server) Handler(name string) http.Handler {
+	r, ok := routes.ByName(name)
+	if !ok {
+		panic(fmt.Sprintf("api: no route %q", name))
+	}
+	return s.mux(r)
+}
+
+// mux routes the given routes; anything else is answered 404 or 405 in the
+// contract's error body. Every response goes through the request middleware.
+func (s *Server) mux(rs ...routes.Route) http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range rs {
+		mux.Handle(r.Method+" "+r.Path, s.route(r))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, route := range rs {
+			probe := r.Clone(r.Context())
+			probe.Method = route.Method
+			if _, pattern := mux.Handler(probe); pattern != "/" && !slices.Contains(allow, route.Method) {
+				allow = append(allow, route.Method)
+			}
+		}
+		if len(allow) == 0 {
+			s.writeError(w, r, sshdeck.Errorf(sshdeck.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+			return
+		}
+		for _, m := range allow {
+			w.Header().Add("Allow", m)
+		}
+		s.writeError(w, r, sshdeck.Errorf(sshdeck.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	return s.withRequest(mux)
+}
+
+// route wraps a handler with authentication (for non-public routes) and the
+// route's name for the request log.
+func (s *Server) route(route routes.Route) http.Handler {
+	h := s.handlers[route.Name]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestInfoFrom(r.Context())
+		info.route = route.Name
+		var caller sshdeck.Principal
+		if route.Access != routes.Public {
+			var err error
+			if caller, err = s.caller(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			info.user = caller.UserID
+			r = r.WithContext(sshdeck.NewContextWithPrincipal(r.Context(), caller))
+		}
+		if err := h(w, r, caller); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// caller authenticates the request, or takes the caller the Lambda adapter
+// put into its context. No caller is always 401, whatever is in front.
+func (s *Server) caller(r *http.Request) (sshdeck.Principal, error) {
+	if s.cfg.Authenticator != nil {
+		return s.cfg.Authenticator.Authenticate(r.Context(), r.Header.Get("Authorization"))
+	}
+	if p, ok := sshdeck.PrincipalFromContext(r.Context()); ok {
+		return p, nil
+	}
+	return sshdeck.Principal{}, sshdeck.Errorf(sshdeck.Unauthorized, "missing bearer token: send Authorization: Bearer <token>")
+}

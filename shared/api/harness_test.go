@@ -1,0 +1,250 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"encoding/pem"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/sshdeck/sshdeck/internal/openapitest"
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
+)
+
+// env is a server over a real embedded store in a temporary directory, with
+// two users (alice and bob) and their tokens. Every response it returns has
+// been checked against openapi.yaml.
+type env struct {
+	t       *testing.T
+	dir     string
+	store   *embedded.Store
+	admin   *auth.Admin
+	authn   *auth.Authenticator
+	handler http.Handler
+	logs    *syncBuffer
+	spec    *openapitest.Validator
+	alice   string // bearer tokens
+	bob     string
+	now     time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := embedded.Open(filepath.Join(dir, "sshdeck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(dir, "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, store: store, logs: &syncBuffer{}, now: time.Now()}
+	clock := func() time.Time { return e.now }
+	authn := auth.NewAuthenticator(store, store, clock)
+	e.authn = authn
+	e.admin = auth.NewAdmin(store, authn, clock)
+	e.handler = api.New(api.Config{
+		Hosts:         hosts.NewService(store, secret.NewSealer(keyring), nil),
+		Ping:          store.Ping,
+		Authenticator: authn,
+		Logger:        slog.New(slog.NewJSONHandler(e.logs, nil)),
+	}).Router()
+	e.spec = openapitest.Load(t, "../../openapi.yaml")
+	e.alice = e.user("alice")
+	e.bob = e.user("bob")
+	return e
+}
+
+func (e *env) user(name string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.admin.AddUser(ctx, name, false); err != nil {
+		e.t.Fatal(err)
+	}
+	token, _, err := e.admin.CreateToken(ctx, name, "test", time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return token
+}
+
+// response is a recorded response with its body decoded where it is JSON.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (r *response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("body %s: %v", r.Body, err)
+	}
+}
+
+func (r *response) host(t *testing.T) hosts.Record {
+	t.Helper()
+	var h hosts.Record
+	r.json(t, &h)
+	return h
+}
+
+func (r *response) errorCode(t *testing.T) string {
+	t.Helper()
+	var body api.ErrorBody
+	r.json(t, &body)
+	return string(body.Code)
+}
+
+// request is one call to the API.
+type request struct {
+	method, path string
+	token        string
+	contentType  string
+	body         []byte
+	header       map[string]string
+}
+
+func (e *env) do(req request) *response {
+	e.t.Helper()
+	httpReq := httptest.NewRequest(req.method, req.path, bytes.NewReader(req.body))
+	if req.token != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+req.token)
+	}
+	if req.contentType != "" {
+		httpReq.Header.Set("Content-Type", req.contentType)
+	}
+	for k, v := range req.header {
+		httpReq.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	e.handler.ServeHTTP(rec, httpReq)
+	resp := &response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	check := httptest.NewRequest(req.method, req.path, bytes.NewReader(req.body))
+	check.Header = httpReq.Header.Clone()
+	e.spec.Check(e.t, check, resp.Status, resp.Header, resp.Body)
+	if resp.Header.Get("X-Request-Id") == "" {
+		e.t.Errorf("%s %s: no X-Request-Id", req.method, req.path)
+	}
+	return resp
+}
+
+// getJSON, sendJSON and sendMultipart are the common shapes of do.
+func (e *env) get(token, path string) *response {
+	e.t.Helper()
+	return e.do(request{method: "GET", path: path, token: token})
+}
+
+func (e *env) sendJSON(method, token, path string, body any, header ...string) *response {
+	e.t.Helper()
+	raw, ok := body.([]byte)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return e.do(request{method: method, path: path, token: token, contentType: "application/json", body: raw, header: pairs(header)})
+}
+
+func (e *env) sendMultipart(method, token, path, data string, key []byte, header ...string) *response {
+	e.t.Helper()
+	ct, body := multipartBody(e.t, data, key)
+	return e.do(request{method: method, path: path, token: token, contentType: ct, body: body, header: pairs(header)})
+}
+
+func pairs(kv []string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// multipartBody builds a body with a "data" field (omitted when data is "-")
+// and a "key" file part (omitted when key is nil).
+func multipartBody(t *testing.T, data string, key []byte) (string, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	if data != "-" {
+		w.WriteField("data", data)
+	}
+	if key != nil {
+		fw, err := w.CreateFormFile("key", "id_ed25519")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write(key)
+	}
+	w.Close()
+	return w.FormDataContentType(), buf.Bytes()
+}
+
+// newKey returns a new ed25519 private key in OpenSSH PEM form, encrypted
+// with passphrase when it is not empty.
+func newKey(t *testing.T, passphrase string) string {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block *pem.Block
+	if passphrase == "" {
+		block, err = ssh.MarshalPrivateKey(priv, "")
+	} else {
+		block, err = ssh.MarshalPrivateKeyWithPassphrase(priv, "", []byte(passphrase))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(block))
+}
+
+// createHost creates a host for the token's user and returns it.
+func (e *env) createHost(token string, fields map[string]any) hosts.Record {
+	e.t.Helper()
+	body := map[string]any{"ip": "10.0.0.5", "username": "deploy"}
+	for k, v := range fields {
+		body[k] = v
+	}
+	resp := e.sendJSON("POST", token, "/ssh/db/host", body)
+	if resp.Status != http.StatusCreated {
+		e.t.Fatalf("create host: %d %s", resp.Status, resp.Body)
+	}
+	return resp.host(e.t)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

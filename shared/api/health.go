@@ -1,0 +1,32 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// healthTimeout bounds the store check so a hung store still gets an answer.
+const healthTimeout = 2 * time.Second
+
+// Health is the body of /healthz.
+type Health struct {
+	Status string `json:"status"` // "ok" or "unavailable"
+	Store  string `json:"store"`  // "ok" or why not
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
+	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+	defer cancel()
+	if err := s.cfg.Ping(ctx); err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "store does not answer",
+			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
+		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Store: "store does not answer"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Store: "ok"})
+	return nil
+}

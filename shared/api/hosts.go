@@ -1,0 +1,122 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
+	records, err := s.cfg.Hosts.List(r.Context(), caller.UserID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, records)
+	return nil
+}
+
+func (s *Server) getHost(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
+	id, err := hostID(r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.cfg.Hosts.Get(r.Context(), caller.UserID, id)
+	if err != nil {
+		return err
+	}
+	writeHost(w, http.StatusOK, rec)
+	return nil
+}
+
+func (s *Server) createHost(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
+	in, err := decodeHostInput(w, r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.cfg.Hosts.Create(r.Context(), caller.UserID, in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/ssh/db/host/"+strconv.FormatInt(rec.ID, 10))
+	writeHost(w, http.StatusCreated, rec)
+	return nil
+}
+
+func (s *Server) updateHost(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
+	id, err := hostID(r)
+	if err != nil {
+		return err
+	}
+	in, err := decodeHostInput(w, r)
+	if err != nil {
+		return err
+	}
+	rec, err := s.cfg.Hosts.Update(r.Context(), caller.UserID, id, in, ifMatch(r))
+	if err != nil {
+		return err
+	}
+	writeHost(w, http.StatusOK, rec)
+	return nil
+}
+
+func (s *Server) deleteHost(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
+	id, err := hostID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Hosts.Delete(r.Context(), caller.UserID, id, ifMatch(r)); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, message{"SSH host deleted"})
+	return nil
+}
+
+type message struct {
+	Message string `json:"message"`
+}
+
+func writeHost(w http.ResponseWriter, status int, rec *hosts.Record) {
+	w.Header().Set("ETag", etag(rec.Version))
+	writeJSON(w, status, rec)
+}
+
+// hostID reads the {id} path segment: a positive integer.
+func hostID(r *http.Request) (int64, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 || strings.TrimLeft(raw, "0123456789") != "" {
+		return 0, sshdeck.Errorf(sshdeck.Invalid, "host id must be a positive integer")
+	}
+	return id, nil
+}
+
+// etag is a host version as a strong entity tag.
+func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// ifMatch turns an If-Match header into a precondition: "*" matches any
+// version, otherwise the version must be one of the listed strong ETags.
+// Weak or malformed tags match nothing, as strong comparison requires.
+func ifMatch(r *http.Request) hosts.Precondition {
+	values := r.Header.Values("If-Match")
+	if len(values) == 0 {
+		return nil
+	}
+	var tags []string
+	for _, v := range values {
+		for tag := range strings.SplitSeq(v, ",") {
+			tags = append(tags, strings.TrimSpace(tag))
+		}
+	}
+	return func(version int64) bool {
+		current := etag(version)
+		for _, tag := range tags {
+			if tag == "*" || tag == current {
+				return true
+			}
+		}
+		return false
+	}
+}

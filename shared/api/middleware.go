@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"time"
+)
+
+type requestIDKey struct{}
+
+// NewContextWithRequestID returns a context carrying the request id to use
+// (the API Gateway request id in Lambda). Without one, the API makes one.
+func NewContextWithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the request id of ctx.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// requestInfo collects what the request log line says about a request as
+// the request goes down the handler chain.
+type requestInfo struct {
+	route, user string
+}
+
+type requestInfoKey struct{}
+
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info
+	}
+	return &requestInfo{}
+}
+
+// withRequest gives every request an id (X-Request-Id on the response),
+// turns a panic into a 500 and logs one line per request. The line never
+// holds a body, a header value or a query string: they may carry secrets.
+func (s *Server) withRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := r.Context()
+		id := RequestID(ctx)
+		if id == "" {
+			id = newRequestID()
+			ctx = NewContextWithRequestID(ctx, id)
+		}
+		info := &requestInfo{}
+		ctx = context.WithValue(ctx, requestInfoKey{}, info)
+		r = r.WithContext(ctx)
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.LogAttrs(ctx, slog.LevelError, "panic",
+					slog.String("request_id", id), slog.String("panic", panicSummary(v)), slog.String("stack", string(debug.Stack())))
+				if rec.status == 0 {
+					s.writeError(rec, r, fmt.Errorf("panic"))
+				}
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("request_id", id),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("route", info.route),
+				slog.String("user", info.user),
+				slog.Int("status", rec.status),
+				slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000))
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// panicSummary says what panicked without printing arbitrary values, which
+// could hold a credential: runtime errors are safe, others give their type.
+func panicSummary(v any) string {
+	if err, ok := v.(runtime.Error); ok {
+		return err.Error()
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40 // a version 4 UUID, the shape of Lambda's ids
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,119 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/sshdeck/sshdeck/internal/openapitest"
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/routes"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/sshkey"
+)
+
+// openAPIDocument is the project's OpenAPI document, from this package.
+const openAPIDocument = "../../openapi.yaml"
+
+// TestOpenAPIMatchesRouteTable: the document and routes.All describe the same
+// operations, named alike, with the same access and authentication.
+func TestOpenAPIMatchesRouteTable(t *testing.T) {
+	v := openapitest.Load(t, openAPIDocument)
+	ops := v.Operations()
+	doc := v.Doc()
+	for _, r := range routes.All {
+		key := r.Method + " " + r.Path
+		id, ok := ops[key]
+		if !ok {
+			t.Errorf("route %s (%s) is not in openapi.yaml", r.Name, key)
+			continue
+		}
+		delete(ops, key)
+		if id != r.Name {
+			t.Errorf("%s: operationId %q, want the route's name %q", key, id, r.Name)
+		}
+		op := doc.Paths.Find(r.Path).GetOperation(r.Method)
+		if got := op.Extensions["x-sshdeck-access"]; got != r.Access.String() {
+			t.Errorf("%s: x-sshdeck-access %v, want %q", key, got, r.Access)
+		}
+		security := doc.Security
+		if op.Security != nil {
+			security = *op.Security
+		}
+		if public := len(security) == 0; public != (r.Access == routes.Public) {
+			t.Errorf("%s: security %v does not fit access %s", key, security, r.Access)
+		}
+	}
+	for key, id := range ops {
+		t.Errorf("openapi.yaml has operation %s (%s) that is not in routes.All", key, id)
+	}
+}
+
+// TestOpenAPIKeyTypes: the KeyType enum is what sshkey accepts.
+func TestOpenAPIKeyTypes(t *testing.T) {
+	schema := openapitest.Load(t, openAPIDocument).Doc().Components.Schemas["KeyType"]
+	if schema == nil {
+		t.Fatal("openapi.yaml has no KeyType schema")
+	}
+	var enum []string
+	for _, v := range schema.Value.Enum {
+		enum = append(enum, fmt.Sprint(v))
+	}
+	if want := sshkey.KeyTypes(); !slices.Equal(enum, want) {
+		t.Errorf("KeyType enum is %q, want sshkey.KeyTypes() %q", enum, want)
+	}
+}
+
+// TestOpenAPIErrorCodes: every code of the Error schema has its own status
+// (only internal maps to 500).
+func TestOpenAPIErrorCodes(t *testing.T) {
+	schema := openapitest.Load(t, openAPIDocument).Doc().Components.Schemas["Error"]
+	code := schema.Value.Properties["code"]
+	if code == nil || len(code.Value.Enum) == 0 {
+		t.Fatal("Error.code has no enum")
+	}
+	for _, v := range code.Value.Enum {
+		c := sshdeck.Code(fmt.Sprint(v))
+		if status := api.Status(c); status == http.StatusInternalServerError && c != sshdeck.Internal {
+			t.Errorf("Error.code %q has no status of its own in the api package", c)
+		}
+	}
+}
+
+// TestOpenAPIWithoutStore checks the answers that need no store against
+// the document: health, unknown paths, wrong methods, missing tokens.
+func TestOpenAPIWithoutStore(t *testing.T) {
+	v := openapitest.Load(t, openAPIDocument)
+	up := api.New(api.Config{Ping: func(context.Context) error { return nil }}).Router()
+	down := api.New(api.Config{Ping: func(context.Context) error { return errors.New("down") }}).Router()
+	for _, tc := range []struct {
+		handler        http.Handler
+		method, target string
+		status         int
+	}{
+		{up, "GET", "/healthz", http.StatusOK},
+		{down, "GET", "/healthz", http.StatusServiceUnavailable},
+		{up, "GET", "/nope", http.StatusNotFound},
+		{up, "GET", "/ssh/db/host/1/extra", http.StatusNotFound},
+		{up, "POST", "/healthz", http.StatusMethodNotAllowed},
+		{up, "PATCH", "/ssh/db/host/1", http.StatusMethodNotAllowed},
+		{up, "PATCH", "/ssh/db/host/abc", http.StatusMethodNotAllowed},
+		{up, "GET", "/ssh/db/host", http.StatusUnauthorized},
+		{up, "POST", "/ssh/db/host", http.StatusUnauthorized},
+		{up, "GET", "/ssh/db/host/abc", http.StatusUnauthorized},
+		{up, "PUT", "/ssh/db/host/1", http.StatusUnauthorized},
+		{up, "DELETE", "/ssh/db/host/1", http.StatusUnauthorized},
+	} {
+		req := httptest.NewRequest(tc.method, tc.target, nil)
+		rec := httptest.NewRecorder()
+		tc.handler.ServeHTTP(rec, req)
+		if rec.Code != tc.status {
+			t.Errorf("%s %s: status %d, want %d", tc.method, tc.target, rec.Code, tc.status)
+		}
+		v.Check(t, req, rec.Code, rec.Header(), rec.Body.Bytes())
+	}
+}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// statuses is the one map from error codes to HTTP statuses.
+var statuses = map[sshdeck.Code]int{
+	sshdeck.Invalid:              http.StatusBadRequest,
+	sshdeck.Unauthorized:         http.StatusUnauthorized,
+	sshdeck.Forbidden:            http.StatusForbidden,
+	sshdeck.NotFound:             http.StatusNotFound,
+	sshdeck.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	sshdeck.Conflict:             http.StatusConflict,
+	sshdeck.PreconditionFailed:   http.StatusPreconditionFailed,
+	sshdeck.TooLarge:             http.StatusRequestEntityTooLarge,
+	sshdeck.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	sshdeck.RateLimited:          http.StatusTooManyRequests,
+	sshdeck.Upstream:             http.StatusBadGateway,
+	sshdeck.Internal:             http.StatusInternalServerError,
+}
+
+// Status returns the HTTP status of an error code.
+func Status(code sshdeck.Code) int {
+	if s, ok := statuses[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error string       `json:"error"`
+	Code  sshdeck.Code `json:"code"`
+}
+
+// writeError answers with err's status and body. Internal errors are logged
+// with the request id and answered with a generic sentence.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := sshdeck.ErrorCode(err)
+	if code == sshdeck.Internal {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error",
+			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
+	}
+	if code == sshdeck.Unauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	writeJSON(w, Status(code), ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code})
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only a programming error gets here; the values are plain data.
+		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
