@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
+)
+
+// admin is what the admin commands do: *auth.Admin over the store, or the
+// client of a running server's admin socket.
+type admin interface {
+	AddUser(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error)
+	CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error)
+	RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error)
+}
+
+// openAdmin reaches the store of cfg: through the admin socket of a running
+// server, else directly.
+func openAdmin(cfg *config) (admin, func(), error) {
+	if client, ok := dialAdminSocket(cfg.socketPath()); ok {
+		return client, func() {}, nil
+	}
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create data directory: %w", err)
+	}
+	store, err := embedded.Open(cfg.dbPath())
+	if errors.Is(err, embedded.ErrLocked) {
+		return nil, nil, fmt.Errorf("%w, and no admin socket answers at %s: stop that process and try again", err, cfg.socketPath())
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return auth.NewAdmin(store, nil, nil), func() { store.Close() }, nil
+}
+
+func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlags("user add", &cfg, stderr)
+	isAdmin := fs.Bool("admin", false, "the user may administer sshdeck")
+	rest, err := parse(fs, args, 1, &cfg)
+	if err != nil {
+		return err
+	}
+	a, done, err := openAdmin(&cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	u, err := a.AddUser(ctx, rest[0], *isAdmin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created user %s (%s, admin: %t)\n", u.Name, u.ID, u.Admin)
+	return nil
+}
+
+func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlags("token create", &cfg, stderr)
+	user := fs.String("user", "", "name of the user the token acts as (required)")
+	ttl := fs.Duration("ttl", 720*time.Hour, "how long the token is valid; 0 never expires")
+	label := fs.String("name", "", "a label to recognise the token by")
+	if _, err := parse(fs, args, 0, &cfg); err != nil {
+		return err
+	}
+	if *user == "" {
+		return fmt.Errorf("%w: --user is required", errUsage)
+	}
+	a, done, err := openAdmin(&cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	bearer, t, err := a.CreateToken(ctx, *user, *label, *ttl)
+	if err != nil {
+		return err
+	}
+	expires := "never"
+	if !t.ExpiresAt.IsZero() {
+		expires = t.ExpiresAt.Format(time.RFC3339)
+	}
+	// The token alone on stdout, so that $(sshdeck token create ...) works.
+	fmt.Fprintf(stderr, "token %s for user %s, expires %s\n", t.ID, *user, expires)
+	fmt.Fprintln(stdout, bearer)
+	return nil
+}
+
+func tokenRevokeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlags("token revoke", &cfg, stderr)
+	rest, err := parse(fs, args, 1, &cfg)
+	if err != nil {
+		return err
+	}
+	a, done, err := openAdmin(&cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	t, err := a.RevokeToken(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked token %s (revoked at %s)\n", t.ID, t.RevokedAt.Format(time.RFC3339))
+	return nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// The admin socket lets admin commands reach the store while serve holds its
+// lock. It is a Unix socket in the data directory with mode 0600: only the
+// user who runs serve (and root) may connect, and that user can read the
+// store file anyway.
+
+func listenAdminSocket(path string) (net.Listener, error) {
+	// serve holds the store's lock, so a socket file here is a dead server's.
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+type userRequest struct {
+	Name  string `json:"name"`
+	Admin bool   `json:"admin"`
+}
+
+type tokenRequest struct {
+	User string        `json:"user"`
+	Name string        `json:"name"`
+	TTL  time.Duration `json:"ttl"`
+}
+
+type tokenResponse struct {
+	Bearer string         `json:"bearer"`
+	Token  *sshdeck.Token `json:"token"`
+}
+
+type revokeRequest struct {
+	ID string `json:"id"`
+}
+
+// adminHandler serves the admin operations of a on the socket.
+func adminHandler(a *auth.Admin) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /users", adminOp(func(ctx context.Context, req userRequest) (any, error) {
+		return a.AddUser(ctx, req.Name, req.Admin)
+	}))
+	mux.HandleFunc("POST /tokens", adminOp(func(ctx context.Context, req tokenRequest) (any, error) {
+		bearer, t, err := a.CreateToken(ctx, req.User, req.Name, req.TTL)
+		return tokenResponse{bearer, t}, err
+	}))
+	mux.HandleFunc("POST /tokens/revoke", adminOp(func(ctx context.Context, req revokeRequest) (any, error) {
+		return a.RevokeToken(ctx, req.ID)
+	}))
+	return mux
+}
+
+func adminOp[Req any](op func(context.Context, Req) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		var resp any
+		err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req)
+		if err != nil {
+			err = sshdeck.Errorf(sshdeck.Invalid, "malformed admin request")
+		} else {
+			resp, err = op(r.Context(), req)
+		}
+		status := http.StatusOK
+		if err != nil {
+			code := sshdeck.ErrorCode(err)
+			status, resp = api.Status(code), api.ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(resp)
+	}
+}
+
+// adminClient calls a running server's admin socket.
+type adminClient struct{ http *http.Client }
+
+// dialAdminSocket returns a client when a server answers on the socket.
+func dialAdminSocket(path string) (*adminClient, bool) {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, false
+	}
+	conn.Close()
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}
+	return &adminClient{http: &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 30 * time.Second}}, true
+}
+
+func (c *adminClient) call(ctx context.Context, path string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://sshdeck"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	httpResp, err := c.http.Do(httpReq)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	defer httpResp.Body.Close()
+	if httpResp.StatusCode != http.StatusOK {
+		var e api.ErrorBody
+		if err := json.NewDecoder(httpResp.Body).Decode(&e); err != nil || e.Code == "" {
+			return fmt.Errorf("admin socket: status %d", httpResp.StatusCode)
+		}
+		return &sshdeck.Error{Code: e.Code, Message: e.Error}
+	}
+	if err := json.NewDecoder(httpResp.Body).Decode(resp); err != nil {
+		return errors.Join(errors.New("admin socket: malformed answer"), err)
+	}
+	return nil
+}
+
+func (c *adminClient) AddUser(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {
+	var u sshdeck.User
+	return &u, c.call(ctx, "/users", userRequest{name, isAdmin}, &u)
+}
+
+func (c *adminClient) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {
+	var resp tokenResponse
+	err := c.call(ctx, "/tokens", tokenRequest{userName, label, ttl}, &resp)
+	return resp.Bearer, resp.Token, err
+}
+
+func (c *adminClient) RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error) {
+	var t sshdeck.Token
+	return &t, c.call(ctx, "/tokens/revoke", revokeRequest{id}, &t)
+}

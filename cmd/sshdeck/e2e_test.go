@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the sshdeck command built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sshdeck-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "sshdeck")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("build sshdeck: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startupTimeout bounds the wait for a server's "serving" line; readiness is
+// that line, never a sleep.
+const startupTimeout = 30 * time.Second
+
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	stdout chan string
+	done   chan error
+}
+
+// serve starts `sshdeck serve` in dir on a free port and waits until it
+// logs that it serves.
+func serve(t *testing.T, dir string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stdout: lines(stdout), done: make(chan error, 1)}
+	logs := lines(stderr)
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-s.done })
+	deadline := time.After(startupTimeout)
+	for s.url == "" {
+		select {
+		case line, ok := <-logs:
+			if !ok {
+				t.Fatal("serve exited before serving")
+			}
+			var entry struct{ Msg, API string }
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" {
+				s.url = entry.API
+			}
+		case <-deadline:
+			t.Fatal("serve did not start")
+		}
+	}
+	go func() {
+		for range logs {
+		}
+	}()
+	return s
+}
+
+func lines(r io.Reader) chan string {
+	ch := make(chan string, 1000)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		close(ch)
+	}()
+	return ch
+}
+
+// stop sends SIGTERM and returns the exit error (nil for a clean exit).
+func (s *server) stop(t *testing.T) error {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return err
+	case <-time.After(startupTimeout):
+		t.Fatal("serve did not stop on SIGTERM")
+		return nil
+	}
+}
+
+func (s *server) status(t *testing.T, token, path string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.url+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// runCLI runs an sshdeck command in dir and returns its stdout and stderr.
+func runCLI(t *testing.T, dir string, wantOK bool, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if (err == nil) != wantOK {
+		t.Fatalf("sshdeck %v: %v\nstdout: %s\nstderr: %s", args, err, &stdout, &stderr)
+	}
+	return stdout.String(), stderr.String()
+}
+
+var tokenLine = regexp.MustCompile(`^\s*(sshdeck_[A-Za-z0-9_-]{43})$`)
+
+func TestServeBootstrapsAndIsAdministeredWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	srv := serve(t, dir)
+	var adminToken string
+	for line := range srv.stdout {
+		if m := tokenLine.FindStringSubmatch(line); m != nil {
+			adminToken = m[1]
+			break
+		}
+	}
+	if got := srv.status(t, "", "/healthz"); got != 200 {
+		t.Fatalf("healthz: %d", got)
+	}
+	if got := srv.status(t, adminToken, "/ssh/db/host"); got != 200 {
+		t.Fatalf("bootstrap token: %d", got)
+	}
+
+	// The admin commands reach the store through the running server.
+	runCLI(t, dir, true, "user", "add", "bob")
+	_, stderr := runCLI(t, dir, false, "user", "add", "--admin", "bob")
+	if !strings.Contains(stderr, `"bob" is taken`) {
+		t.Fatalf("duplicate user: %s", stderr)
+	}
+	out, info := runCLI(t, dir, true, "token", "create", "--user", "bob", "--name", "laptop", "--ttl", "1h")
+	bob := strings.TrimSpace(out)
+	if !tokenLine.MatchString(bob) {
+		t.Fatalf("token create printed %q", out)
+	}
+	if got := srv.status(t, bob, "/ssh/db/host"); got != 200 {
+		t.Fatalf("bob's token: %d", got)
+	}
+	id := regexp.MustCompile(`tok_[0-9a-f]+`).FindString(info)
+	out, _ = runCLI(t, dir, true, "token", "revoke", id)
+	if !strings.Contains(out, "revoked token "+id) {
+		t.Fatalf("revoke printed %q", out)
+	}
+	if got := srv.status(t, bob, "/ssh/db/host"); got != 401 {
+		t.Fatalf("revoked token still works: %d", got)
+	}
+	_, stderr = runCLI(t, dir, false, "token", "create", "--user", "nobody")
+	if !strings.Contains(stderr, "not found") {
+		t.Fatalf("token for a missing user: %s", stderr)
+	}
+
+	if err := srv.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".sshdeck", "admin.sock")); !os.IsNotExist(err) {
+		t.Fatal("admin socket left behind")
+	}
+	for line := range srv.stdout {
+		if tokenLine.MatchString(line) {
+			t.Fatal("a second token was printed")
+		}
+	}
+
+	// Without a server, the commands open the store themselves; a restarted
+	// server prints no token and honours the ones made meanwhile.
+	out, _ = runCLI(t, dir, true, "token", "create", "--user", "admin")
+	srv = serve(t, dir)
+	if got := srv.status(t, strings.TrimSpace(out), "/ssh/db/host"); got != 200 {
+		t.Fatalf("token made while stopped: %d", got)
+	}
+	srv.stop(t)
+	for line := range srv.stdout {
+		if tokenLine.MatchString(line) {
+			t.Fatal("a restarted server printed a token")
+		}
+	}
+}
+
+func TestSecondServerOnTheSameDataFails(t *testing.T) {
+	dir := t.TempDir()
+	serve(t, dir)
+	_, stderr := runCLI(t, dir, false, "serve", "--addr", "127.0.0.1:0")
+	if !strings.Contains(stderr, "in use by another process") {
+		t.Fatalf("second serve: %s", stderr)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{}, {"frobnicate"}, {"user"}, {"user", "add"}, {"token", "create"}, {"serve", "extra"}, {"serve", "--nope"}} {
+		_, stderr := runCLI(t, dir, false, args...)
+		if !strings.Contains(stderr, "Usage:") {
+			t.Fatalf("sshdeck %v: no usage in %q", args, stderr)
+		}
+	}
+	if out, _ := runCLI(t, dir, true, "help"); !strings.Contains(out, "sshdeck token create") {
+		t.Fatalf("help: %s", out)
+	}
+}
+
+// TestReadmeWalkthrough runs the README's walk-through, as written, against
+// a server started the way `make run` starts it (bin/sshdeck in the current
+// directory, default data directory).
+func TestReadmeWalkthrough(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "ssh-keygen"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed by the walk-through (make test installs it): %v", tool, err)
+		}
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(readme), "<!-- walkthrough:begin -->")
+	block, _, ok := strings.Cut(rest, "<!-- walkthrough:end -->")
+	if !ok {
+		t.Fatal("README has no walk-through markers")
+	}
+	script := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(block), "```sh"), "```")
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "bin"), 0o755)
+	if err := os.Symlink(binary, filepath.Join(dir, "bin", "sshdeck")); err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, dir)
+	script = strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.url)
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("walk-through failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"created host 1", `"tags":["prod","eu"]`, "\n412\n", `{"message":"SSH host deleted"}`, "\n404\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("walk-through output lacks %q:\n%s", want, out)
+		}
+	}
+}

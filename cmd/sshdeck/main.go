@@ -1,0 +1,84 @@
+// Command sshdeck runs sshdeck on one machine over an embedded store, and
+// administers its users and tokens.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+const usage = `sshdeck: a control plane for SSH access
+
+Usage:
+  sshdeck serve [--addr ADDR] [--data DIR]
+  sshdeck user add NAME [--admin] [--data DIR]
+  sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR]
+  sshdeck token revoke ID [--data DIR]
+
+Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck) and
+SSHDECK_ADDR (default 127.0.0.1:8080). The admin commands work while serve
+runs: they go through its admin socket in the data directory.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sshdeck:", errorText(err))
+		os.Exit(1)
+	}
+}
+
+// errorText is what a person reads: the sentence of a coded error, the
+// whole chain of any other.
+func errorText(err error) string {
+	if sshdeck.ErrorCode(err) != sshdeck.Internal {
+		return sshdeck.ErrorMessage(err)
+	}
+	return err.Error()
+}
+
+// errUsage marks a command line that does not parse; run prints the usage.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd, rest := "", args
+	if len(args) > 0 {
+		cmd, rest = args[0], args[1:]
+	}
+	if len(rest) > 0 && (cmd == "user" || cmd == "token") {
+		cmd, rest = cmd+" "+rest[0], rest[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serveCommand(ctx, rest, stdout, stderr)
+	case "user add":
+		err = userAddCommand(ctx, rest, stdout, stderr)
+	case "token create":
+		err = tokenCreateCommand(ctx, rest, stdout, stderr)
+	case "token revoke":
+		err = tokenRevokeCommand(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	if errors.Is(err, errUsage) {
+		fmt.Fprint(stderr, usage)
+	}
+	return err
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
+)
+
+// bootstrapTokenTTL is the life of the admin token made on first start.
+const bootstrapTokenTTL = 720 * time.Hour
+
+// shutdownTimeout is how long in-flight requests get after SIGINT/SIGTERM.
+const shutdownTimeout = 10 * time.Second
+
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlags("serve", &cfg, stderr)
+	fs.StringVar(&cfg.Addr, "addr", envOr("SSHDECK_ADDR", "127.0.0.1:8080"), "address of the API (SSHDECK_ADDR)")
+	if _, err := parse(fs, args, 0, &cfg); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	store, err := embedded.Open(cfg.dbPath())
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	keyring, err := secret.LoadOrCreateKeyFile(cfg.keyPath())
+	if err != nil {
+		return err
+	}
+	authn := auth.NewAuthenticator(store, store, nil)
+	admin := auth.NewAdmin(store, authn, nil)
+	token, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
+	if err != nil {
+		return fmt.Errorf("create the admin user: %w", err)
+	}
+	if token != "" {
+		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token, shown this once and valid %d days:\n\n    %s\n\nMake more with: sshdeck token create --user admin\n", int(bootstrapTokenTTL.Hours()/24), token)
+	}
+
+	apiServer := api.New(api.Config{
+		Hosts:         hosts.NewService(store, secret.NewSealer(keyring), nil),
+		Ping:          store.Ping,
+		Authenticator: authn,
+		Logger:        log,
+	})
+	listener, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	servers := []*http.Server{newHTTPServer(apiServer.Router(), log)}
+	listeners := []net.Listener{listener}
+	if sock, err := listenAdminSocket(cfg.socketPath()); err != nil {
+		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", err.Error())
+	} else {
+		defer os.Remove(cfg.socketPath())
+		servers = append(servers, newHTTPServer(adminHandler(admin), log))
+		listeners = append(listeners, sock)
+	}
+	log.Info("serving", "api", "http://"+listener.Addr().String(), "data", cfg.Data)
+	return serveUntilDone(ctx, servers, listeners, log)
+}
+
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// serveUntilDone serves until ctx ends (SIGINT/SIGTERM), then shuts every
+// server down, letting in-flight requests finish.
+func serveUntilDone(ctx context.Context, servers []*http.Server, listeners []net.Listener, log *slog.Logger) error {
+	errs := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errs <- srv.Serve(listeners[i]) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err = <-errs:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, srv := range servers {
+		if serr := srv.Shutdown(shutdownCtx); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
