@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,25 +41,33 @@ func openAdmin(cfg *config) (admin, func(), error) {
 	return auth.NewAdmin(store, nil, nil), func() { store.Close() }, nil
 }
 
-func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
-	fs := newFlags("user add", &cfg, stderr)
-	isAdmin := fs.Bool("admin", false, "the user may administer sshdeck")
-	rest, err := parse(fs, args, 1, &cfg)
+// runAdmin parses an admin command's arguments (positional of them), then
+// runs fn with the store reached through openAdmin.
+func runAdmin(fs *flag.FlagSet, cfg *config, args []string, positional int, fn func(a admin, rest []string) error) error {
+	rest, err := parse(fs, args, positional, cfg)
 	if err != nil {
 		return err
 	}
-	a, done, err := openAdmin(&cfg)
+	a, done, err := openAdmin(cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	u, err := a.AddUser(ctx, rest[0], *isAdmin)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created user %s (%s, admin: %t)\n", u.Name, u.ID, u.Admin)
-	return nil
+	return fn(a, rest)
+}
+
+func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg config
+	fs := newFlags("user add", &cfg, stderr)
+	isAdmin := fs.Bool("admin", false, "the user may administer sshdeck")
+	return runAdmin(fs, &cfg, args, 1, func(a admin, rest []string) error {
+		u, err := a.AddUser(ctx, rest[0], *isAdmin)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created user %s (%s, admin: %t)\n", u.Name, u.ID, u.Admin)
+		return nil
+	})
 }
 
 func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,47 +76,34 @@ func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	user := fs.String("user", "", "name of the user the token acts as (required)")
 	ttl := fs.Duration("ttl", 720*time.Hour, "how long the token is valid; 0 never expires")
 	label := fs.String("name", "", "a label to recognise the token by")
-	if _, err := parse(fs, args, 0, &cfg); err != nil {
-		return err
-	}
-	if *user == "" {
-		return fmt.Errorf("%w: --user is required", errUsage)
-	}
-	a, done, err := openAdmin(&cfg)
-	if err != nil {
-		return err
-	}
-	defer done()
-	bearer, t, err := a.CreateToken(ctx, *user, *label, *ttl)
-	if err != nil {
-		return err
-	}
-	expires := "never"
-	if !t.ExpiresAt.IsZero() {
-		expires = t.ExpiresAt.Format(time.RFC3339)
-	}
-	// The token alone on stdout, so that $(sshdeck token create ...) works.
-	fmt.Fprintf(stderr, "token %s for user %s, expires %s\n", t.ID, *user, expires)
-	fmt.Fprintln(stdout, bearer)
-	return nil
+	return runAdmin(fs, &cfg, args, 0, func(a admin, _ []string) error {
+		if *user == "" {
+			return fmt.Errorf("%w: --user is required", errUsage)
+		}
+		bearer, t, err := a.CreateToken(ctx, *user, *label, *ttl)
+		if err != nil {
+			return err
+		}
+		expires := "never"
+		if !t.ExpiresAt.IsZero() {
+			expires = t.ExpiresAt.Format(time.RFC3339)
+		}
+		// The token alone on stdout, so that $(sshdeck token create ...) works.
+		fmt.Fprintf(stderr, "token %s for user %s, expires %s\n", t.ID, *user, expires)
+		fmt.Fprintln(stdout, bearer)
+		return nil
+	})
 }
 
 func tokenRevokeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
 	fs := newFlags("token revoke", &cfg, stderr)
-	rest, err := parse(fs, args, 1, &cfg)
-	if err != nil {
-		return err
-	}
-	a, done, err := openAdmin(&cfg)
-	if err != nil {
-		return err
-	}
-	defer done()
-	t, err := a.RevokeToken(ctx, rest[0])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "revoked token %s (revoked at %s)\n", t.ID, t.RevokedAt.Format(time.RFC3339))
-	return nil
+	return runAdmin(fs, &cfg, args, 1, func(a admin, rest []string) error {
+		t, err := a.RevokeToken(ctx, rest[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked token %s (revoked at %s)\n", t.ID, t.RevokedAt.Format(time.RFC3339))
+		return nil
+	})
 }

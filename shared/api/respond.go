@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -52,14 +53,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, Status(code), ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code})
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON, without HTML escaping: "<token>" reads
+// better than "\u003ctoken\u003e", and no response is HTML.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		// Only a programming error gets here; the values are plain data.
-		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+		status = http.StatusInternalServerError
+		body.Reset()
+		body.WriteString(`{"error":"internal error","code":"internal"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	w.Write(body.Bytes())
 }
