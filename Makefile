@@ -6,7 +6,7 @@ export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 BIN     := bin
 
-.PHONY: run test build deps fmt-check vet clean
+.PHONY: run test bench build deps fmt-check vet clean
 
 ## run: build the sshdeck command and serve the API on 127.0.0.1:8080 over ./.sshdeck
 run: build
@@ -19,6 +19,10 @@ build:
 ## test: formatting, go vet, and every test with the race detector
 test: deps fmt-check vet
 	$(GO) test -race -count=1 ./...
+
+## bench: the Go benchmarks (figures and their commands go in the closing notes)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # apt-get needs root; use sudo when we are not.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -30,7 +30,7 @@ import (
 // two users (alice and bob) and their tokens. Every response it returns has
 // been checked against openapi.yaml.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	store   *embedded.Store
 	admin   *auth.Admin
@@ -43,7 +43,7 @@ type env struct {
 	now     time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := embedded.Open(filepath.Join(dir, "sshdeck.db"))
@@ -92,21 +92,21 @@ type response struct {
 	Body   []byte
 }
 
-func (r *response) json(t *testing.T, v any) {
+func (r *response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("body %s: %v", r.Body, err)
 	}
 }
 
-func (r *response) host(t *testing.T) hosts.Record {
+func (r *response) host(t testing.TB) hosts.Record {
 	t.Helper()
 	var h hosts.Record
 	r.json(t, &h)
 	return h
 }
 
-func (r *response) errorCode(t *testing.T) string {
+func (r *response) errorCode(t testing.TB) string {
 	t.Helper()
 	var body api.ErrorBody
 	r.json(t, &body)
@@ -180,7 +180,7 @@ func pairs(kv []string) map[string]string {
 
 // multipartBody builds a body with a "data" field (omitted when data is "-")
 // and a "key" file part (omitted when key is nil).
-func multipartBody(t *testing.T, data string, key []byte) (string, []byte) {
+func multipartBody(t testing.TB, data string, key []byte) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
@@ -200,7 +200,7 @@ func multipartBody(t *testing.T, data string, key []byte) (string, []byte) {
 
 // newKey returns a new ed25519 private key in OpenSSH PEM form, encrypted
 // with passphrase when it is not empty.
-func newKey(t *testing.T, passphrase string) string {
+func newKey(t testing.TB, passphrase string) string {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
