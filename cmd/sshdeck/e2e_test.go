@@ -94,6 +94,25 @@ func lines(r io.Reader) chan string {
 	return ch
 }
 
+// bootstrapToken waits for the token a first start prints on stdout.
+func (s *server) bootstrapToken(t *testing.T) string {
+	t.Helper()
+	deadline := time.After(startupTimeout)
+	for {
+		select {
+		case line, ok := <-s.stdout:
+			if !ok {
+				t.Fatal("serve printed no bootstrap token")
+			}
+			if m := tokenLine.FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
+		case <-deadline:
+			t.Fatal("serve printed no bootstrap token")
+		}
+	}
+}
+
 // stop sends SIGTERM and returns the exit error (nil for a clean exit).
 func (s *server) stop(t *testing.T) error {
 	t.Helper()
@@ -141,13 +160,7 @@ var tokenLine = regexp.MustCompile(`^\s*(sshdeck_[A-Za-z0-9_-]{43})$`)
 func TestServeBootstrapsAndIsAdministeredWhileRunning(t *testing.T) {
 	dir := t.TempDir()
 	srv := serve(t, dir)
-	var adminToken string
-	for line := range srv.stdout {
-		if m := tokenLine.FindStringSubmatch(line); m != nil {
-			adminToken = m[1]
-			break
-		}
-	}
+	adminToken := srv.bootstrapToken(t)
 	if got := srv.status(t, "", "/healthz"); got != 200 {
 		t.Fatalf("healthz: %d", got)
 	}

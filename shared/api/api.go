@@ -121,7 +121,6 @@ func (s *Server) route(route routes.Route) http.Handler {
 				return
 			}
 			info.user = caller.UserID
-			r = r.WithContext(sshdeck.NewContextWithPrincipal(r.Context(), caller))
 		}
 		if err := h(w, r, caller); err != nil {
 			s.writeError(w, r, err)

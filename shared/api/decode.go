@@ -49,7 +49,7 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 		return sshdeck.Errorf(sshdeck.Invalid, "malformed multipart body")
 	}
 	var key *string
-	sawData := false
+	seen := map[string]bool{}
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -58,7 +58,12 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 		if err != nil {
 			return bodyError(err, "malformed multipart body")
 		}
-		switch part.FormName() {
+		name := part.FormName()
+		if (name == "data" || name == "key") && seen[name] {
+			return sshdeck.Errorf(sshdeck.Invalid, "multipart body has more than one %s part", name)
+		}
+		seen[name] = true
+		switch name {
 		case "data":
 			data, err := readPart(part, "data", MaxJSONBody)
 			if err != nil {
@@ -67,7 +72,6 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 			if err := decodeJSON(bytes.NewReader(data), "data", in); err != nil {
 				return err
 			}
-			sawData = true
 		case "key":
 			data, err := readPart(part, "key", hosts.MaxKeySize)
 			if err != nil {
@@ -82,7 +86,7 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 		}
 		part.Close()
 	}
-	if !sawData {
+	if !seen["data"] {
 		return sshdeck.Errorf(sshdeck.Invalid, "multipart body has no data part (the host as a JSON string)")
 	}
 	if key != nil {

@@ -30,17 +30,19 @@ import (
 // two users (alice and bob) and their tokens. Every response it returns has
 // been checked against openapi.yaml.
 type env struct {
-	t       testing.TB
-	dir     string
-	store   *embedded.Store
-	admin   *auth.Admin
-	authn   *auth.Authenticator
-	handler http.Handler
-	logs    *syncBuffer
-	spec    *openapitest.Validator
-	alice   string // bearer tokens
-	bob     string
-	now     time.Time
+	t     testing.TB
+	dir   string
+	store *embedded.Store
+	admin *auth.Admin
+	authn *auth.Authenticator
+	// hostsService is the service behind handler.
+	hostsService *hosts.Service
+	handler      http.Handler
+	logs         *syncBuffer
+	spec         *openapitest.Validator
+	alice        string // bearer tokens
+	bob          string
+	now          time.Time
 }
 
 func newEnv(t testing.TB) *env {
@@ -60,8 +62,9 @@ func newEnv(t testing.TB) *env {
 	authn := auth.NewAuthenticator(store, store, clock)
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, clock)
+	e.hostsService = hosts.NewService(store, secret.NewSealer(keyring), nil)
 	e.handler = api.New(api.Config{
-		Hosts:         hosts.NewService(store, secret.NewSealer(keyring), nil),
+		Hosts:         e.hostsService,
 		Ping:          store.Ping,
 		Authenticator: authn,
 		Logger:        slog.New(slog.NewJSONHandler(e.logs, nil)),

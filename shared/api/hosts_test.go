@@ -97,13 +97,14 @@ func TestHostBadRequests(t *testing.T) {
 	big := bytes.Repeat([]byte("a"), 1<<20+1)
 	bigKey := strings.Repeat("k", 64<<10+1)
 	valid := `{"ip":"10.0.0.5","username":"deploy"}`
-	cases := []struct {
+	type badRequest struct {
 		name        string
 		contentType string
 		body        []byte
 		status      int
 		wantMsg     string
-	}{
+	}
+	cases := []badRequest{
 		{"broken JSON", "application/json", []byte(`{"ip":`), 400, "truncated"},
 		{"syntax error", "application/json", []byte(`{"ip" "x"}`), 400, "not valid JSON"},
 		{"port as string", "application/json", []byte(`{"ip":"h","username":"u","port":"22"}`), 400, "port: expected an integer"},
@@ -152,14 +153,15 @@ func TestHostBadRequests(t *testing.T) {
 		{"multipart key file not a key", valid, []byte("not a key"), 400, "not a private key"},
 	} {
 		ct, body := multi(m.data, m.key)
-		cases = append(cases, struct {
-			name        string
-			contentType string
-			body        []byte
-			status      int
-			wantMsg     string
-		}{m.name, ct, body, m.status, m.wantMsg})
+		cases = append(cases, badRequest{m.name, ct, body, m.status, m.wantMsg})
 	}
+	twice := func(name string) []byte {
+		return fmt.Appendf(nil, "--b\r\nContent-Disposition: form-data; name=%q\r\n\r\n%s\r\n--b\r\nContent-Disposition: form-data; name=%q\r\n\r\n%s\r\n--b--\r\n", name, valid, name, valid)
+	}
+	cases = append(cases,
+		badRequest{"two data parts", "multipart/form-data; boundary=b", twice("data"), 400, "more than one data part"},
+		badRequest{"two key parts", "multipart/form-data; boundary=b", twice("key"), 400, "more than one key part"},
+	)
 	for _, c := range cases {
 		for _, target := range []struct{ method, path string }{{"POST", "/ssh/db/host"}, {"PUT", "/ssh/db/host/1"}} {
 			t.Run(target.method+" "+c.name, func(t *testing.T) {

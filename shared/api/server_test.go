@@ -3,6 +3,7 @@ package api_test
 import (
 	"io/fs"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,12 +38,43 @@ func TestUnknownRoutes(t *testing.T) {
 	}
 }
 
-func TestEveryRouteHasAHandler(t *testing.T) {
-	s := api.New(api.Config{})
+// TestHandlerServesOnlyItsRoute is the Lambda shape: each function's handler
+// answers its own route and 404 or 405 to every other.
+func TestHandlerServesOnlyItsRoute(t *testing.T) {
+	e := newEnv(t)
+	s := api.New(api.Config{Hosts: e.hostsService, Ping: e.store.Ping, Authenticator: e.authn})
 	for _, r := range routes.All {
-		if s.Handler(r.Name) == nil {
-			t.Fatalf("route %s has no handler", r.Name)
+		h := s.Handler(r.Name)
+		for _, other := range routes.All {
+			// Not through e.do: openapi.yaml describes the whole API, and a
+			// single route's handler rightly answers 404 to the others.
+			path := strings.ReplaceAll(other.Path, "{id}", "1")
+			req := httptest.NewRequest(other.Method, path, strings.NewReader(`{"ip":"h","username":"u"}`))
+			req.Header.Set("Authorization", "Bearer "+e.alice)
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body := rec.Body.String()
+			routed := !strings.Contains(body, `"no route for`) && !strings.Contains(body, `"method_not_allowed"`)
+			if own := other.Method == r.Method && other.Path == r.Path; routed != own {
+				t.Errorf("handler %s answered %s %s with %d %s", r.Name, other.Method, path, rec.Code, body)
+			}
 		}
+	}
+}
+
+// TestPanicIsLoggedAndAnswered500 runs a server missing its hosts service:
+// the handler's nil dereference must become a 500 with the contract's body.
+func TestPanicIsLoggedAndAnswered500(t *testing.T) {
+	e := newEnv(t)
+	logs := &syncBuffer{}
+	e.handler = api.New(api.Config{Ping: e.store.Ping, Authenticator: e.authn, Logger: slog.New(slog.NewJSONHandler(logs, nil))}).Router()
+	resp := e.get(e.alice, "/ssh/db/host")
+	if resp.Status != 500 || resp.errorCode(t) != "internal" {
+		t.Fatalf("%d %s", resp.Status, resp.Body)
+	}
+	if !strings.Contains(logs.String(), `"msg":"panic"`) || !strings.Contains(logs.String(), "nil pointer dereference") {
+		t.Fatalf("panic not logged:\n%s", logs)
 	}
 }
 
@@ -92,14 +124,16 @@ func TestCredentialsNeverStoredOrLoggedInPlaintext(t *testing.T) {
 	if err := e.store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(e.dir, func(path string, d fs.DirEntry, err error) error {
+	searched := 0
+	err := filepath.WalkDir(e.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
+		searched++
 		for _, s := range secrets {
 			if strings.Contains(string(data), s) {
 				t.Errorf("%s holds a credential in plaintext", filepath.Base(path))
@@ -107,6 +141,9 @@ func TestCredentialsNeverStoredOrLoggedInPlaintext(t *testing.T) {
 		}
 		return nil
 	})
+	if err != nil || searched < 2 {
+		t.Fatalf("searched %d files of the data directory (want the store and the key file): %v", searched, err)
+	}
 	for _, s := range append(secrets, e.alice) {
 		if strings.Contains(e.logs.String(), s) {
 			t.Errorf("the log holds a secret")

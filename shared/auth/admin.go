@@ -46,7 +46,7 @@ func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl tim
 		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "ttl must not be negative")
 	}
 	if len(label) > 128 {
-		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "token name is longer than 128 characters")
+		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "token name is longer than 128 bytes")
 	}
 	u, err := a.store.UserByName(ctx, userName)
 	if err != nil {

@@ -80,8 +80,7 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if err != nil {
 		return nil, err
 	}
-	creds := sshdeck.Credentials{}
-	cfg, creds = merge(cfg, creds, in)
+	cfg, creds := merge(cfg, sshdeck.Credentials{}, in)
 	if err := checkKey(cfg, creds); err != nil {
 		return nil, err
 	}
@@ -97,7 +96,7 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if err := s.store.CreateHost(ctx, h); err != nil {
 		return nil, err
 	}
-	return &Record{ID: id, HostConfig: cfg, Credentials: creds, CreatedAt: now, UpdatedAt: now, Version: 1}, nil
+	return newRecord(h, creds), nil
 }
 
 // Update replaces the configuration of one of the owner's hosts; absent
@@ -135,7 +134,7 @@ func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input,
 		err = s.store.UpdateHost(ctx, &h)
 		switch {
 		case err == nil:
-			return &Record{ID: id, HostConfig: next, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}, nil
+			return newRecord(&h, creds), nil
 		case sshdeck.ErrorCode(err) != sshdeck.Conflict:
 			return nil, err
 		case ifMatch != nil:
@@ -275,5 +274,9 @@ func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Record{ID: h.ID, HostConfig: h.HostConfig, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}, nil
+	return newRecord(h, creds), nil
+}
+
+func newRecord(h *sshdeck.Host, creds sshdeck.Credentials) *Record {
+	return &Record{ID: h.ID, HostConfig: h.HostConfig, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
 }

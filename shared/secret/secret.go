@@ -81,7 +81,7 @@ func (s *Sealer) Open(ctx context.Context, envelope []byte, ad string) ([]byte, 
 		return nil, ErrOpen
 	}
 	n, size := binary.Uvarint(envelope[1:])
-	if size <= 0 || n > uint64(len(envelope)) {
+	if size <= 0 {
 		return nil, ErrOpen
 	}
 	rest := envelope[1+size:]
