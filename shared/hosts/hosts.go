@@ -277,6 +277,15 @@ func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) 
 	return newRecord(h, creds), nil
 }
 
+// newRecord renders a stored host. A store may return empty lists as nil;
+// the API shows them as [] all the same.
 func newRecord(h *sshdeck.Host, creds sshdeck.Credentials) *Record {
-	return &Record{ID: h.ID, HostConfig: h.HostConfig, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
+	cfg := h.HostConfig
+	if cfg.Tags == nil {
+		cfg.Tags = []string{}
+	}
+	if cfg.TunnelConnections == nil {
+		cfg.TunnelConnections = []sshdeck.TunnelConnection{}
+	}
+	return &Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
 }

@@ -2,7 +2,9 @@ package hosts
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sshdeck/sshdeck/shared/secret"
@@ -95,4 +97,26 @@ func (s *onceRacing) Host(ctx context.Context, owner string, id int64) (*sshdeck
 	}
 	s.done = true
 	return s.racingStore.Host(ctx, owner, id)
+}
+
+// TestRecordShowsNilListsAsEmpty: a store may return empty lists as nil (the
+// DynamoDB store does); the record, and so the API, shows [] all the same.
+func TestRecordShowsNilListsAsEmpty(t *testing.T) {
+	svc, store := newService(t)
+	ctx := context.Background()
+	if err := store.CreateHost(ctx, &sshdeck.Host{Owner: "usr_a", ID: 1, Version: 1, HostConfig: sshdeck.HostConfig{IP: "h", Username: "u"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, get := range []func() (*Record, error){
+		func() (*Record, error) { return svc.Get(ctx, "usr_a", 1) },
+		func() (*Record, error) { l, err := svc.List(ctx, "usr_a"); return l[0], err },
+	} {
+		r, err := get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(r); !strings.Contains(string(b), `"tags":[]`) || !strings.Contains(string(b), `"tunnelConnections":[]`) {
+			t.Fatalf("record %s", b)
+		}
+	}
 }

@@ -229,3 +229,27 @@ func testHostCopies(t *testing.T, s sshdeck.Store) {
 	mutate(listHosts(t, s, "alice")[0])
 	sameHost(t, listHosts(t, s, "alice")[0], want, "Hosts after mutating a listed host")
 }
+
+// testHostEmptyCollections stores hosts as the service makes most of them:
+// no tags, no tunnel connections, no credentials. Each comes back with
+// nothing in their place (nil or empty), listed next to a full host whose
+// values must not leak into them.
+func testHostEmptyCollections(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	full := createHost(t, s, "alice", 1)
+	bare := fullHost("alice", nextID(t, s, "alice"), 2)
+	bare.Tags, bare.TunnelConnections, bare.Sealed = []string{}, []sshdeck.TunnelConnection{}, sshdeck.SealedCredentials{}
+	must(t, s.CreateHost(ctx, bare), "CreateHost")
+	sameHost(t, getHost(t, s, "alice", bare.ID), bare, "Host of the bare host")
+	hs := listHosts(t, s, "alice")
+	if len(hs) != 2 {
+		t.Fatalf("Hosts: got %d hosts, want 2", len(hs))
+	}
+	sameHost(t, hs[0], full, "listed full host")
+	sameHost(t, hs[1], bare, "listed bare host")
+	// And back: an update that empties a full host's collections.
+	emptied := edited(full)
+	emptied.Tags, emptied.TunnelConnections, emptied.Sealed = nil, nil, sshdeck.SealedCredentials{}
+	must(t, s.UpdateHost(ctx, emptied), "UpdateHost")
+	sameHost(t, getHost(t, s, "alice", full.ID), emptied, "Host after emptying")
+}

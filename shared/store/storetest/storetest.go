@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"HostNotFound", testHostNotFound},
 		{"HostOwnerIsolation", testHostOwnerIsolation},
 		{"HostCopies", testHostCopies},
+		{"HostEmptyCollections", testHostEmptyCollections},
 		{"HostConcurrentUpdates", testHostConcurrentUpdates},
 		{"Ping", testPing},
 	}

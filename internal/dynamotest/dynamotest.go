@@ -1,0 +1,95 @@
+// Package dynamotest runs an in-process DynamoDB (minidyn's HTTP server)
+// holding sshdeck's table, for the tests of the DynamoDB store and of the
+// Lambda functions over it. It counts the calls each operation receives, so
+// that tests can pin how many calls a code path makes.
+package dynamotest
+
+import (
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	miniserver "github.com/truora/minidyn/server"
+
+	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+)
+
+// Server is an in-process DynamoDB (minidyn's HTTP server under httptest)
+// holding sshdeck's table.
+type Server struct {
+	URL    string // the endpoint, for NewClient
+	Table  string // the table made by dynamo.CreateTable
+	Client *dynamodb.Client
+
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+// Start starts a server with an empty table and stops it when the test ends.
+// The table's creation is not counted.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{Table: "sshdeck", calls: map[string]int{}}
+	hs := httptest.NewServer(s.handler(miniserver.NewServer()))
+	t.Cleanup(hs.Close)
+	s.URL = hs.URL
+	s.Client = NewClient(hs.URL)
+	if err := dynamo.CreateTable(t.Context(), s.Client, s.Table); err != nil {
+		t.Fatalf("dynamotest: %v", err)
+	}
+	s.ResetCalls()
+	return s
+}
+
+// handler counts each request and hands it to minidyn.
+func (s *Server) handler(mini http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.count(r)
+		mini.ServeHTTP(w, r)
+	})
+}
+
+// count records the operation a request names in its X-Amz-Target header
+// ("DynamoDB_20120810.GetItem").
+func (s *Server) count(r *http.Request) {
+	target := r.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[op]++
+}
+
+// Calls returns the number of calls of each operation since Start or the
+// last ResetCalls.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// ResetCalls sets every count back to zero.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.calls)
+}
+
+// NewClient returns a DynamoDB client for the server at url. minidyn sends no
+// CRC32 header, so response checksums are not validated, and no call is
+// retried: minidyn does not throttle, and a retry would hide an error and
+// skew the counts.
+func NewClient(url string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		BaseEndpoint:                    aws.String(url),
+		Region:                          "us-east-1",
+		Credentials:                     credentials.NewStaticCredentialsProvider("minidyn", "minidyn", ""),
+		DisableValidateResponseChecksum: true,
+		Retryer:                         aws.NopRetryer{},
+	})
+}

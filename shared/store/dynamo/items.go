@@ -1,0 +1,175 @@
+package dynamo
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute names of the table's keys, of its one index and of the token
+// items' TTL. Records' own attributes are named by their json tags.
+const (
+	attrPK     = "pk"
+	attrSK     = "sk"
+	attrGSI1PK = "gsi1pk"
+	attrGSI1SK = "gsi1sk"
+	attrTTL    = "ttl"
+	indexGSI1  = "gsi1"
+
+	// attrVersion is sshdeck.Host's version, the guard of its writes.
+	attrVersion = "version"
+)
+
+// key is an item's primary key. Partitions are named KIND#value (but for
+// USERNAMES, the one partition of every user's name), and the sort keys
+// within an owner's partition KIND#rest, so that a query selects one kind by
+// prefix and a new kind never shows up in an existing query.
+type key struct{ pk, sk string }
+
+func (k key) attrs() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: str(k.pk), attrSK: str(k.sk)}
+}
+
+// with returns a new item: the attributes under the key.
+func (k key) with(attrs map[string]types.AttributeValue) map[string]types.AttributeValue {
+	item := k.attrs()
+	maps.Copy(item, attrs)
+	return item
+}
+
+func userKey(id string) key { return key{"USER#" + id, "USER"} }
+
+// usersPK is the partition holding every user by name: the item at a name
+// makes the name unique and serves UserByName and Users with consistent reads.
+const usersPK = "USERNAMES"
+
+func userNameKey(name string) key { return key{usersPK, name} }
+
+func tokenKey(hash string) key { return key{"TOKEN#" + hash, "TOKEN"} }
+
+func tokenIDKey(id string) key { return key{"TOKENID#" + id, "TOKENID"} }
+
+func ownerPK(owner string) string { return "OWNER#" + owner }
+
+// hostSKPrefix starts the sort key of every host item and of nothing else:
+// the host's file-manager entries (a later issue) are to go under FILE#<id>#.
+const hostSKPrefix = "HOST#"
+
+// hostKey pads the id to the 19 digits of the largest int64, so that the
+// sort keys' byte order is the ids' order.
+func hostKey(owner string, id int64) key {
+	return key{ownerPK(owner), fmt.Sprintf("%s%019d", hostSKPrefix, id)}
+}
+
+// hostSeqKey is the owner's host-id counter. It sorts after HOST# and does
+// not start with it.
+func hostSeqKey(owner string) key { return key{ownerPK(owner), "SEQ#HOST"} }
+
+// hostSeq is the counter item's record: the last id handed out, 0 before the
+// first.
+type hostSeq struct {
+	Last int64 `json:"n"`
+}
+
+// attrSeq is hostSeq.Last's attribute, for update expressions.
+const attrSeq = "n"
+
+// tokenGSI1SKPrefix starts the gsi1 sort key of tokens, which share the
+// index partition USER#<user id> with whatever user-scoped list comes later.
+const tokenGSI1SKPrefix = "TOKEN#"
+
+// tokenGSI1SK orders a user's tokens by creation: fixed-width UTC time, so
+// that byte order is time order, then the id for tokens made in the same
+// nanosecond.
+func tokenGSI1SK(created time.Time, id string) string {
+	return tokenGSI1SKPrefix + created.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + id
+}
+
+// tokenRetention is how long a token's items outlive its expiry before
+// DynamoDB's TTL may purge them: long enough for the authorizer to answer
+// "expired" rather than "unknown", and for an admin to see what expired.
+const tokenRetention = 30 * 24 * time.Hour
+
+// tokenTTL returns the epoch seconds at which the token's items may go, and
+// false for a token that never expires.
+func tokenTTL(expires time.Time) (types.AttributeValue, bool) {
+	if expires.IsZero() {
+		return nil, false
+	}
+	return num(expires.Add(tokenRetention).Unix()), true
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// marshal encodes a record as native attributes named by its json tags:
+// []byte as Binary, numbers as Number, times as UTC RFC 3339 strings. Empty
+// lists and maps are left out (see omitEmpty).
+func marshal(v any) (map[string]types.AttributeValue, error) {
+	item, err := attributevalue.MarshalMapWithOptions(v, func(o *attributevalue.EncoderOptions) {
+		o.TagKey = "json"
+		o.EncodeTime = encodeTime
+	})
+	if err != nil {
+		return nil, err
+	}
+	omitEmpty(item)
+	return item, nil
+}
+
+// omitEmpty deletes the empty lists and maps of an item, nested ones too: a
+// host's tags [] come back as nil, which the store contract allows (the
+// service renders both as []). They cost bytes for nothing, and minidyn, the
+// emulator the tests run on, answers an empty list or map in a way the SDK
+// decodes as another attribute's value.
+func omitEmpty(m map[string]types.AttributeValue) {
+	for name, av := range m {
+		switch v := av.(type) {
+		case *types.AttributeValueMemberL:
+			if len(v.Value) == 0 {
+				delete(m, name)
+			}
+			for _, e := range v.Value {
+				if inner, ok := e.(*types.AttributeValueMemberM); ok {
+					omitEmpty(inner.Value)
+				}
+			}
+		case *types.AttributeValueMemberM:
+			omitEmpty(v.Value)
+			if len(v.Value) == 0 {
+				delete(m, name)
+			}
+		}
+	}
+}
+
+// encodeTime leaves a zero time out of the item (a struct field encoded as
+// no value is left out), as the records' omitzero tags mean, which
+// attributevalue ignores: a token that never expires has no expiresAt, and
+// an unrevoked one no revokedAt, which RevokeToken's if_not_exists relies on.
+func encodeTime(t time.Time) (types.AttributeValue, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	return str(t.UTC().Format(time.RFC3339Nano)), nil
+}
+
+// unmarshal decodes an item into a record; the key attributes are ignored.
+// Its error names the record's type only: a decoder's message may quote an
+// attribute's value.
+func unmarshal(item map[string]types.AttributeValue, v any) error {
+	err := attributevalue.UnmarshalMapWithOptions(item, v, func(o *attributevalue.DecoderOptions) {
+		o.TagKey = "json"
+	})
+	if err != nil {
+		return fmt.Errorf("an item does not decode as %T", v)
+	}
+	return nil
+}

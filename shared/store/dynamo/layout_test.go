@@ -1,0 +1,238 @@
+package dynamo_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// The tests in this file read and write items as stored: the layout is what
+// README.md documents and the CDK stack's TTL setting relies on.
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk},
+		"sk": &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func rawItem(t *testing.T, srv *dynamotest.Server, pk, sk string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := srv.Client.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: &srv.Table, Key: key(pk, sk)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Item == nil {
+		t.Fatalf("no item at %s / %s", pk, sk)
+	}
+	return out.Item
+}
+
+func putRaw(t *testing.T, srv *dynamotest.Server, item map[string]types.AttributeValue) {
+	t.Helper()
+	if _, err := srv.Client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: &srv.Table, Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// attr returns the item's attribute as text: "S:x", "N:1", "BOOL:true",
+// "B:<hex>", or "-" when absent.
+func attr(item map[string]types.AttributeValue, name string) string {
+	switch v := item[name].(type) {
+	case nil:
+		return "-"
+	case *types.AttributeValueMemberS:
+		return "S:" + v.Value
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberBOOL:
+		return fmt.Sprintf("BOOL:%t", v.Value)
+	case *types.AttributeValueMemberB:
+		return fmt.Sprintf("B:%x", v.Value)
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+func TestHostItem(t *testing.T) {
+	s, srv := start(t)
+	h := newHost("alice", 1, 1)
+	h.CreatedAt = time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	h.Sealed.Key = []byte{0xff, 0x00}
+	if _, err := s.NextHostID(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateHost(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+
+	item := rawItem(t, srv, "OWNER#alice", "HOST#0000000000000000001")
+	for name, want := range map[string]string{
+		"id": "N:1", "version": "N:1", "owner": "S:alice", "name": "S:web",
+		"createdAt": "S:2025-03-14T13:09:26.535Z", "gsi1pk": "-", "ttl": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("host item's %s: got %s, want %s", name, got, want)
+		}
+	}
+	sealed, ok := item["sealed"].(*types.AttributeValueMemberM)
+	if !ok {
+		t.Fatalf("host item's sealed: got %T, want a map", item["sealed"])
+	}
+	for name, want := range map[string]string{"password": "B:000102", "key": "B:ff00", "keyPassword": "-"} {
+		if got := attr(sealed.Value, name); got != want {
+			t.Errorf("host item's sealed.%s: got %s, want %s", name, got, want)
+		}
+	}
+	if got := attr(rawItem(t, srv, "OWNER#alice", "SEQ#HOST"), "n"); got != "N:1" {
+		t.Errorf("counter item's n: got %s, want N:1", got)
+	}
+}
+
+func TestTokenItems(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	created := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	forever := &sshdeck.Token{ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: created}
+	expiring := &sshdeck.Token{ID: "t-2", UserID: "u-1", Hash: "h-2", CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
+	for _, k := range []*sshdeck.Token{forever, expiring} {
+		if err := s.CreateToken(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	item := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	for name, want := range map[string]string{
+		"gsi1pk": "S:USER#u-1", "gsi1sk": "S:TOKEN#2025-03-14T15:09:26.535000000Z#t-1",
+		"revoked": "BOOL:false", "expiresAt": "-", "revokedAt": "-", "ttl": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("never-expiring token's %s: got %s, want %s", name, got, want)
+		}
+	}
+	if got := attr(rawItem(t, srv, "TOKENID#t-1", "TOKENID"), "ttl"); got != "-" {
+		t.Errorf("never-expiring token's pointer has ttl %s", got)
+	}
+
+	// Purgeable 30 days after expiry, both items.
+	wantTTL := fmt.Sprintf("N:%d", expiring.ExpiresAt.Add(30*24*time.Hour).Unix())
+	for _, item := range []map[string]types.AttributeValue{
+		rawItem(t, srv, "TOKEN#h-2", "TOKEN"), rawItem(t, srv, "TOKENID#t-2", "TOKENID"),
+	} {
+		if got := attr(item, "ttl"); got != wantTTL {
+			t.Errorf("expiring token's %s ttl: got %s, want %s", attr(item, "sk"), got, wantTTL)
+		}
+	}
+
+	if _, err := s.RevokeToken(ctx, "t-1", created.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if got := attr(item, "revoked") + " " + attr(item, "revokedAt"); got != "BOOL:true S:2025-03-14T15:10:26.535Z" {
+		t.Errorf("revoked token: got %s", got)
+	}
+}
+
+// TestHostsSelectOnlyHosts puts other kinds of items into the owner's
+// partition, around the hosts' sort keys: Hosts returns the hosts alone.
+func TestHostsSelectOnlyHosts(t *testing.T) {
+	s, srv := start(t)
+	mustCreateHosts(t, s, "alice", 2)
+	for _, sk := range []string{"FILE#0000000000000000001#/etc/hosts", "HOST", "HOSTS", "TUNNEL#1", "~"} {
+		item := key("OWNER#alice", sk)
+		item["id"] = &types.AttributeValueMemberN{Value: "7"}
+		putRaw(t, srv, item)
+	}
+	hosts, err := s.Hosts(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) != 2 || hosts[0].ID != 1 || hosts[1].ID != 2 {
+		t.Fatalf("Hosts: got %d hosts (%+v), want hosts 1 and 2", len(hosts), hosts)
+	}
+}
+
+// TestUndecodableItem checks that an item that does not decode is an
+// internal error which does not quote the item.
+func TestUndecodableItem(t *testing.T) {
+	s, srv := start(t)
+	item := key("OWNER#alice", "HOST#0000000000000000001")
+	item["id"] = &types.AttributeValueMemberN{Value: "1"}
+	item["createdAt"] = &types.AttributeValueMemberS{Value: "secret-value"}
+	putRaw(t, srv, item)
+
+	_, err := s.Host(t.Context(), "alice", 1)
+	if code := sshdeck.ErrorCode(err); code != sshdeck.Internal {
+		t.Fatalf("Host of an undecodable item: got %v (code %q), want an internal error", err, code)
+	}
+	if strings.Contains(err.Error(), "secret-value") {
+		t.Fatalf("the error quotes the item: %v", err)
+	}
+	_, err = s.Hosts(t.Context(), "alice")
+	if err == nil || strings.Contains(err.Error(), "secret-value") {
+		t.Fatalf("Hosts of an undecodable item: got %v", err)
+	}
+}
+
+// TestUserItems checks the two items of a user: one at its id (User), one
+// at its name in the USERNAMES partition (UserByName, Users).
+func TestUserItems(t *testing.T) {
+	s, srv := start(t)
+	u := &sshdeck.User{ID: "u-1", Name: "alice", Admin: true, CreatedAt: time.Now()}
+	if err := s.CreateUser(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range []map[string]types.AttributeValue{
+		rawItem(t, srv, "USER#u-1", "USER"), rawItem(t, srv, "USERNAMES", "alice"),
+	} {
+		if got := attr(item, "id") + " " + attr(item, "name") + " " + attr(item, "admin"); got != "S:u-1 S:alice BOOL:true" {
+			t.Errorf("user item at %s: got %s", attr(item, "pk"), got)
+		}
+	}
+}
+
+// TestEmptyAndNil round-trips hosts as the service makes them, with empty
+// tags and tunnelConnections and no credentials, and with nil ones: they come
+// back empty (nil), and their items hold no empty list or map.
+func TestEmptyAndNil(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	empty := newHost("alice", 1, 1)
+	empty.Tags, empty.TunnelConnections, empty.Sealed = []string{}, []sshdeck.TunnelConnection{}, sshdeck.SealedCredentials{}
+	null := newHost("alice", 2, 1)
+	null.Tags, null.TunnelConnections = nil, nil
+	for _, h := range []*sshdeck.Host{empty, null} {
+		if err := s.CreateHost(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := s.Hosts(ctx, "alice")
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("Hosts: got %d hosts, %v; want 2", len(listed), err)
+	}
+	got, err := s.Host(ctx, "alice", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []*sshdeck.Host{got, listed[0], listed[1]} {
+		if len(h.Tags) != 0 || len(h.TunnelConnections) != 0 {
+			t.Errorf("host %d with empty lists: got tags %#v, tunnelConnections %#v", h.ID, h.Tags, h.TunnelConnections)
+		}
+	}
+	if got.Sealed.Password != nil || got.Sealed.Key != nil || got.Sealed.KeyPassword != nil {
+		t.Errorf("host without credentials: got %+v", got.Sealed)
+	}
+	item := rawItem(t, srv, "OWNER#alice", fmt.Sprintf("HOST#%019d", 1))
+	for _, name := range []string{"tags", "tunnelConnections", "sealed"} {
+		if _, ok := item[name]; ok {
+			t.Errorf("the item of a host with empty %s stores it: %v", name, item[name])
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package dynamo_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// TestRouteCalls counts the calls that the service code of each route makes
+// over this store: the table "Calls per route" of README.md.
+func TestRouteCalls(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := hosts.NewService(s, secret.NewSealer(keyring), nil)
+	authn := auth.NewAuthenticator(s, s, nil)
+
+	token, hash := auth.NewToken()
+	if err := s.CreateUser(ctx, &sshdeck.User{ID: "u-1", Name: "alice", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateToken(ctx, &sshdeck.Token{ID: "t-1", UserID: "u-1", Hash: hash, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	password := "hunter2"
+	in := &hosts.Input{IP: "10.0.0.5", Username: "deploy", Password: &password}
+	spare, err := svc.Create(ctx, "u-1", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	anyVersion := func(int64) bool { return true }
+
+	steps := []struct {
+		route string
+		run   func() error
+		want  map[string]int
+	}{
+		{"healthz", func() error { return s.Ping(ctx) }, map[string]int{"GetItem": 1}},
+		{"authorizer, cache miss", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{"GetItem": 2}},
+		{"authorizer, cache hit", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{}},
+		{"create-host", func() error {
+			rec, err := svc.Create(ctx, "u-1", in)
+			if err == nil {
+				id = rec.ID
+			}
+			return err
+		}, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
+		{"list-hosts", func() error { _, err := svc.List(ctx, "u-1"); return err }, map[string]int{"Query": 1}},
+		{"get-host", func() error { _, err := svc.Get(ctx, "u-1", id); return err }, map[string]int{"GetItem": 1}},
+		{"update-host", func() error { _, err := svc.Update(ctx, "u-1", id, in, nil); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"update-host, If-Match", func() error { _, err := svc.Update(ctx, "u-1", id, in, anyVersion); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", id, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+		{"delete-host", func() error { return svc.Delete(ctx, "u-1", spare.ID, nil) }, map[string]int{"DeleteItem": 1}},
+	}
+	for _, step := range steps {
+		srv.ResetCalls()
+		if err := step.run(); err != nil {
+			t.Fatalf("%s: %v", step.route, err)
+		}
+		if got := srv.Calls(); !maps.Equal(got, step.want) {
+			t.Errorf("%s: got calls %v, want %v", step.route, got, step.want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+// Package dynamo is the sshdeck.Store over one DynamoDB table (single-table
+// design). README.md beside this file describes the items, their keys, the
+// access patterns, the conditional writes and the calls each route makes.
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// API is the part of *dynamodb.Client the store uses. In IAM terms a
+// TransactWriteItems is the PutItem and UpdateItem of its items, so a role
+// needs at most GetItem, PutItem, UpdateItem, DeleteItem and Query (README.md
+// lists them per route).
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Store is the sshdeck.Store over a DynamoDB table made by CreateTable (or
+// the CDK stack that reproduces its schema).
+type Store struct {
+	client API
+	table  string
+	// pageSize caps the items of one Query page; 0 leaves DynamoDB's 1 MB
+	// pages. Tests lower it to exercise pagination with a few items.
+	pageSize int32
+}
+
+var _ sshdeck.Store = (*Store)(nil)
+
+// New returns the store over the table.
+func New(client API, table string) *Store {
+	return &Store{client: client, table: table}
+}
+
+// Close does nothing: the client holds no resource of the store's own.
+func (s *Store) Close() error { return nil }
+
+// pingKey is the key of an item that never exists: no partition of items.go
+// is named PING.
+var pingKey = key{pk: "PING", sk: "PING"}
+
+// Ping reads an absent item: cheap (an eventually consistent read of nothing)
+// and needing only the GetItem right that every function has.
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: pingKey.attrs()})
+	return wrap("ping", err)
+}
+
+// get reads the item at k with a strongly consistent read into v and reports
+// whether there was one.
+func (s *Store) get(ctx context.Context, k key, v any) (bool, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            k.attrs(),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || out.Item == nil {
+		return false, err
+	}
+	return true, unmarshal(out.Item, v)
+}
+
+// query runs in, page after page (following LastEvaluatedKey), and decodes
+// every item into a T.
+func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]*T, error) {
+	in.TableName = &s.table
+	if s.pageSize > 0 {
+		in.Limit = &s.pageSize
+	}
+	out := []*T{}
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			v := new(T)
+			if err := unmarshal(item, v); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// putNew is a put of the item only if no item has its key.
+func (s *Store) putNew(item map[string]types.AttributeValue) *types.Put {
+	return &types.Put{
+		TableName:                &s.table,
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+}
+
+// conditionFailed reports whether a single-item write failed its condition.
+func conditionFailed(err error) bool {
+	_, ok := errors.AsType[*types.ConditionalCheckFailedException](err)
+	return ok
+}
+
+// failedItem returns the index of the first item of a cancelled transaction
+// whose condition failed, or -1 when err is anything else.
+func failedItem(err error) int {
+	tce, ok := errors.AsType[*types.TransactionCanceledException](err)
+	if !ok {
+		return -1
+	}
+	for i, r := range tce.CancellationReasons {
+		// A reason code, as documented for TransactWriteItems; the SDK has
+		// no constant for it.
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			return i
+		}
+	}
+	return -1
+}
+
+// wrap leaves coded errors alone: their message is meant for the caller.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*sshdeck.Error](err); ok {
+		return err
+	}
+	return fmt.Errorf("dynamo: %s: %w", op, err)
+}
