@@ -2,7 +2,7 @@
 // before any store sees them. A Keyring supplies the data key and its wrapped
 // form, which travels inside every envelope so that any instance holding the
 // keyring can open it: locally the "wrapping" is the id of a key file, in AWS
-// (a later keyring) it is the data key encrypted by KMS.
+// (KMSKeyring) it is the data key encrypted by KMS.
 //
 // Every envelope is bound to additional data naming the record and field it
 // belongs to (see AD), so a ciphertext moved to another owner, record or field
