@@ -1,23 +1,49 @@
 # sshdeck: `make run` serves it locally, `make test` checks everything.
 # Both install what they need on a fresh machine: Go modules, and for the tests
-# curl and ssh-keygen (the README walk-through runs as a test).
+# curl, ssh-keygen and zip (the README walk-through runs as a test; the
+# Lambda bundles are zips).
 
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 BIN     := bin
 
-.PHONY: run test bench build deps fmt-check vet clean
+# One Lambda function per directory functions/<name>/main.go: every route
+# of the route table (go generate ./functions) and the authorizer.
+FUNCTIONS   := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
+LAMBDA_ENV  := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+LAMBDA_ARGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+# Lambda takes up to 50 MB zipped; we hold each bootstrap to 10 MB.
+MAX_BOOTSTRAP_BYTES := 10000000
+
+.PHONY: run test bench build sshdeck deps fmt-check vet clean FORCE
 
 ## run: build the sshdeck command and serve the API on 127.0.0.1:8080 over ./.sshdeck
-run: build
+run: sshdeck
 	$(BIN)/sshdeck serve
 
-## build: the local sshdeck command into bin/
-build:
+## sshdeck: the local sshdeck command into bin/
+sshdeck:
 	$(GO) build -o $(BIN)/sshdeck ./cmd/sshdeck
 
-## test: formatting, go vet, and every test with the race detector
-test: deps fmt-check vet
+## build: every Lambda function for linux/arm64, build/<name>/bootstrap and build/<name>.zip
+build: $(FUNCTIONS:%=build/%.zip)
+	@for f in $(FUNCTIONS); do \
+		size=$$(stat -c %s build/$$f/bootstrap); zip=$$(stat -c %s build/$$f.zip); \
+		awk -v f=$$f -v s=$$size -v z=$$zip 'BEGIN { printf "%-14s bootstrap %5.1f MB  zip %4.1f MB\n", f, s/1e6, z/1e6 }'; \
+		if [ $$size -gt $(MAX_BOOTSTRAP_BYTES) ]; then echo "build/$$f/bootstrap is over 10 MB"; exit 1; fi; \
+	done
+
+# Go's build cache decides whether a bootstrap is out of date, so always ask
+# it; and keep the bootstraps, which make would delete as intermediates.
+.PRECIOUS: build/%/bootstrap
+build/%/bootstrap: FORCE
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_ARGS) -o $@ ./functions/$*
+
+build/%.zip: build/%/bootstrap
+	@rm -f $@ && cd build/$* && zip -q -X ../$*.zip bootstrap
+
+## test: formatting, go vet, the Lambda builds, and every test with the race detector
+test: deps fmt-check vet build
 	$(GO) test -race -count=1 ./...
 
 ## bench: the Go benchmarks (figures and their commands go in the closing notes)
@@ -32,6 +58,7 @@ deps:
 	@missing=""; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
+	command -v zip >/dev/null || missing="$$missing zip"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		$(SUDO) apt-get update -qq && \
@@ -46,4 +73,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) build

@@ -1,0 +1,234 @@
+package functions
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/lambdaapp"
+	"github.com/sshdeck/sshdeck/shared/routes"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
+)
+
+// replay is what each route's event must give, through its function and
+// through the local server alike, and the DynamoDB calls the function makes
+// (shared/store/dynamo/README.md lists the same numbers).
+var replay = map[string]struct {
+	status int
+	calls  map[string]int
+}{
+	"healthz":     {http.StatusOK, map[string]int{"GetItem": 1}},
+	"list-hosts":  {http.StatusOK, map[string]int{"Query": 1}},
+	"get-host":    {http.StatusOK, map[string]int{"GetItem": 1}},
+	"create-host": {http.StatusCreated, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
+	"update-host": {http.StatusOK, map[string]int{"GetItem": 1, "PutItem": 1}},
+	"delete-host": {http.StatusOK, map[string]int{"DeleteItem": 1}},
+}
+
+// TestFunctionsAnswerLikeTheLocalServer replays events/<route>.json through
+// the entry point of the route's function, built by lambdaapp.Route from the
+// environment as main builds it, over DynamoDB and KMS; and the same request
+// through the local server over the embedded store. Both hold the same
+// fixture; their answers must match.
+func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
+	for _, r := range routes.All {
+		t.Run(r.Name, func(t *testing.T) {
+			want, ok := replay[r.Name]
+			if !ok {
+				t.Fatalf("route %s has no expected answer in this test", r.Name)
+			}
+			event := readEvent(t, r.Name)
+			if event.HTTPMethod != r.Method || event.Resource != r.Path {
+				t.Fatalf("events/%s.json is %s %s, the route is %s %s", r.Name, event.HTTPMethod, event.Resource, r.Method, r.Path)
+			}
+			c := startCloud(t)
+			seed(t, c.store, c.sealer)
+			fn, err := lambdaapp.Route(r.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.dynamo.ResetCalls()
+			resp, err := fn.Handle(context.Background(), event)
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, want.calls) {
+				t.Errorf("DynamoDB calls %v, want %v", calls, want.calls)
+			}
+			if got := header(resp, "X-Request-Id"); got != event.RequestContext.RequestID {
+				t.Errorf("X-Request-Id %q, want the API Gateway request id %q", got, event.RequestContext.RequestID)
+			}
+
+			local := localServer(t).Router()
+			rec := httptest.NewRecorder()
+			local.ServeHTTP(rec, requestOf(t, event))
+
+			if resp.StatusCode != want.status || rec.Code != want.status {
+				t.Fatalf("status: function %d, local %d, want %d\nfunction body: %s\nlocal body: %s", resp.StatusCode, rec.Code, want.status, resp.Body, rec.Body)
+			}
+			for _, h := range []string{"Content-Type", "ETag", "Location", "WWW-Authenticate"} {
+				if got, local := header(resp, h), rec.Header().Get(h); got != local {
+					t.Errorf("%s: function %q, local %q", h, got, local)
+				}
+			}
+			if got, local := normalize(t, body(t, resp)), normalize(t, rec.Body.Bytes()); !reflect.DeepEqual(got, local) {
+				t.Errorf("body:\nfunction %v\nlocal    %v", got, local)
+			}
+		})
+	}
+}
+
+// TestFunctionWithoutAuthorizerContextIs401: a function trusts only the
+// caller API Gateway put into the event; without one it answers 401.
+func TestFunctionWithoutAuthorizerContextIs401(t *testing.T) {
+	c := startCloud(t)
+	seed(t, c.store, c.sealer)
+	fn, err := lambdaapp.Route("get-host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := readEvent(t, "get-host")
+	event.RequestContext.Authorizer = nil
+	c.dynamo.ResetCalls()
+	resp, err := fn.Handle(context.Background(), event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Body, `"code":"unauthorized"`) {
+		t.Fatalf("got %d %s", resp.StatusCode, resp.Body)
+	}
+	if calls := c.dynamo.Calls(); len(calls) != 0 {
+		t.Fatalf("an unauthenticated request read the store: %v", calls)
+	}
+}
+
+// TestFunctionConfigFailsFast: a function without its settings refuses to
+// start with a sentence naming the missing one.
+func TestFunctionConfigFailsFast(t *testing.T) {
+	startCloud(t)
+	t.Setenv("SSHDECK_KMS_KEY_ID", "")
+	if _, err := lambdaapp.Route("get-host"); err == nil || !strings.Contains(err.Error(), "SSHDECK_KMS_KEY_ID") {
+		t.Fatalf("get-host without a KMS key: %v", err)
+	}
+	// delete-host handles no credentials: it needs no key.
+	if _, err := lambdaapp.Route("delete-host"); err != nil {
+		t.Fatalf("delete-host without a KMS key: %v", err)
+	}
+	t.Setenv("SSHDECK_TABLE", "")
+	if _, err := lambdaapp.Authorizer(); err == nil || !strings.Contains(err.Error(), "SSHDECK_TABLE") {
+		t.Fatalf("authorizer without a table: %v", err)
+	}
+	if _, err := lambdaapp.Route("no-such-route"); err == nil {
+		t.Fatal("a route outside the table started")
+	}
+}
+
+// localServer is `sshdeck serve` in process, over the same fixture.
+func localServer(t *testing.T) *api.Server {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "sshdeck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer := secret.NewSealer(keyring)
+	seed(t, store, sealer)
+	return api.New(api.Config{
+		Hosts:         hosts.NewService(store, sealer, nil),
+		Ping:          store.Ping,
+		Authenticator: auth.NewAuthenticator(store, store, nil),
+	})
+}
+
+// requestOf is the HTTP request an event stands for.
+func requestOf(t *testing.T, ev events.APIGatewayProxyRequest) *http.Request {
+	t.Helper()
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := ev.Path
+	if q := url.Values(ev.MultiValueQueryStringParameters); len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	req := httptest.NewRequest(ev.HTTPMethod, target, bytes.NewReader(body))
+	for name, values := range ev.MultiValueHeaders {
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
+	}
+	return req
+}
+
+func header(resp events.APIGatewayProxyResponse, name string) string {
+	if v := http.Header(resp.MultiValueHeaders).Get(name); v != "" {
+		return v
+	}
+	return resp.Headers[name]
+}
+
+func body(t *testing.T, resp events.APIGatewayProxyResponse) []byte {
+	t.Helper()
+	if !resp.IsBase64Encoded {
+		return []byte(resp.Body)
+	}
+	b, err := base64.StdEncoding.DecodeString(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// normalize decodes a JSON body with its timestamps, which differ between
+// two runs of the same request, replaced once they are shown to be RFC 3339.
+func normalize(t *testing.T, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, b)
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if s, ok := x.(string); ok && (k == "createdAt" || k == "updatedAt") {
+					if _, err := time.Parse(time.RFC3339, s); err != nil {
+						t.Errorf("%s %q is not RFC 3339", k, s)
+					}
+					v[k] = "<time>"
+					continue
+				}
+				v[k] = walk(x)
+			}
+		case []any:
+			for i := range v {
+				v[i] = walk(v[i])
+			}
+		}
+		return v
+	}
+	return walk(v)
+}
