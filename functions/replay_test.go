@@ -121,6 +121,11 @@ func TestFunctionWithoutAuthorizerContextIs401(t *testing.T) {
 // start with a sentence naming the missing one.
 func TestFunctionConfigFailsFast(t *testing.T) {
 	startCloud(t)
+	t.Setenv("AWS_REGION", "")
+	if _, err := lambdaapp.Route("healthz"); err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Fatalf("healthz without a region: %v", err)
+	}
+	t.Setenv("AWS_REGION", "eu-west-1")
 	t.Setenv("SSHDECK_KMS_KEY_ID", "")
 	if _, err := lambdaapp.Route("get-host"); err == nil || !strings.Contains(err.Error(), "SSHDECK_KMS_KEY_ID") {
 		t.Fatalf("get-host without a KMS key: %v", err)
