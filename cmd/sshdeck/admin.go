@@ -9,8 +9,11 @@ import (
 	"os"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
@@ -22,9 +25,19 @@ type admin interface {
 	RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error)
 }
 
-// openAdmin reaches the store of cfg: through the admin socket of a running
-// server, else directly.
-func openAdmin(cfg *config) (admin, func(), error) {
+// openAdmin reaches the store of cfg: a deployment's DynamoDB table, or the
+// embedded store through the admin socket of a running server, else directly.
+func openAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
+	if cfg.Table != "" {
+		// The whole SDK chain (profiles, SSO, …): an operator's machine, not a
+		// function. AWS_ENDPOINT_URL_DYNAMODB is honoured, for emulators.
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
+		}
+		store := dynamo.New(dynamo.NewClient(awsCfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), cfg.Table)
+		return auth.NewAdmin(store, nil, nil), func() {}, nil
+	}
 	if client, ok := dialAdminSocket(cfg.socketPath()); ok {
 		return client, func() {}, nil
 	}
@@ -43,12 +56,12 @@ func openAdmin(cfg *config) (admin, func(), error) {
 
 // runAdmin parses an admin command's arguments (positional of them), then
 // runs fn with the store reached through openAdmin.
-func runAdmin(fs *flag.FlagSet, cfg *config, args []string, positional int, fn func(a admin, rest []string) error) error {
+func runAdmin(ctx context.Context, fs *flag.FlagSet, cfg *config, args []string, positional int, fn func(a admin, rest []string) error) error {
 	rest, err := parse(fs, args, positional, cfg)
 	if err != nil {
 		return err
 	}
-	a, done, err := openAdmin(cfg)
+	a, done, err := openAdmin(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -58,9 +71,9 @@ func runAdmin(fs *flag.FlagSet, cfg *config, args []string, positional int, fn f
 
 func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	fs := newFlags("user add", &cfg, stderr)
+	fs := newAdminFlags("user add", &cfg, stderr)
 	isAdmin := fs.Bool("admin", false, "the user may administer sshdeck")
-	return runAdmin(fs, &cfg, args, 1, func(a admin, rest []string) error {
+	return runAdmin(ctx, fs, &cfg, args, 1, func(a admin, rest []string) error {
 		u, err := a.AddUser(ctx, rest[0], *isAdmin)
 		if err != nil {
 			return err
@@ -72,11 +85,11 @@ func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 
 func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	fs := newFlags("token create", &cfg, stderr)
+	fs := newAdminFlags("token create", &cfg, stderr)
 	user := fs.String("user", "", "name of the user the token acts as (required)")
 	ttl := fs.Duration("ttl", 720*time.Hour, "how long the token is valid; 0 never expires")
 	label := fs.String("name", "", "a label to recognise the token by")
-	return runAdmin(fs, &cfg, args, 0, func(a admin, _ []string) error {
+	return runAdmin(ctx, fs, &cfg, args, 0, func(a admin, _ []string) error {
 		if *user == "" {
 			return fmt.Errorf("%w: --user is required", errUsage)
 		}
@@ -97,8 +110,8 @@ func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 
 func tokenRevokeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg config
-	fs := newFlags("token revoke", &cfg, stderr)
-	return runAdmin(fs, &cfg, args, 1, func(a admin, rest []string) error {
+	fs := newAdminFlags("token revoke", &cfg, stderr)
+	return runAdmin(ctx, fs, &cfg, args, 1, func(a admin, rest []string) error {
 		t, err := a.RevokeToken(ctx, rest[0])
 		if err != nil {
 			return err

@@ -12,8 +12,9 @@ import (
 // config is every setting of the sshdeck command, from flags over the
 // SSHDECK_* environment over defaults.
 type config struct {
-	Data string // SSHDECK_DATA
-	Addr string // SSHDECK_ADDR
+	Data  string // SSHDECK_DATA
+	Addr  string // SSHDECK_ADDR
+	Table string // SSHDECK_TABLE: the admin commands work on this DynamoDB table instead
 }
 
 func envOr(name, def string) string {
@@ -28,6 +29,14 @@ func newFlags(name string, cfg *config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sshdeck "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Data, "data", envOr("SSHDECK_DATA", ".sshdeck"), "data directory of the embedded store (SSHDECK_DATA)")
+	return fs
+}
+
+// newAdminFlags returns the flag set of an admin command: it works on the
+// embedded store of --data, or on a deployment's DynamoDB table.
+func newAdminFlags(name string, cfg *config, stderr io.Writer) *flag.FlagSet {
+	fs := newFlags(name, cfg, stderr)
+	fs.StringVar(&cfg.Table, "table", os.Getenv("SSHDECK_TABLE"), "DynamoDB table of a deployment to administer instead of --data, with the AWS credentials of the environment (SSHDECK_TABLE)")
 	return fs
 }
 

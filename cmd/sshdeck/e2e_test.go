@@ -14,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 )
 
 // binary is the sshdeck command built once for the end-to-end tests.
@@ -144,8 +148,14 @@ func (s *server) status(t *testing.T, token, path string) int {
 // runCLI runs an sshdeck command in dir and returns its stdout and stderr.
 func runCLI(t *testing.T, dir string, wantOK bool, args ...string) (string, string) {
 	t.Helper()
+	return runCLIEnv(t, dir, nil, wantOK, args...)
+}
+
+// runCLIEnv is runCLI with the environment env (nil: this process's).
+func runCLIEnv(t *testing.T, dir string, env []string, wantOK bool, args ...string) (string, string) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -280,5 +290,47 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestAdminCommandsOnADynamoDBTable runs the admin commands against a
+// deployment's table (minidyn here), as an operator does after `make deploy`.
+func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
+	srv := dynamotest.Start(t)
+	none := filepath.Join(t.TempDir(), "none")
+	env := append(os.Environ(),
+		"SSHDECK_TABLE="+srv.Table, "AWS_ENDPOINT_URL_DYNAMODB="+srv.URL, "AWS_REGION=eu-west-1",
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=example-secret",
+		"AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_EC2_METADATA_DISABLED=true")
+	dir := t.TempDir()
+	run := func(wantOK bool, args ...string) (string, string) {
+		t.Helper()
+		return runCLIEnv(t, dir, env, wantOK, args...)
+	}
+
+	run(true, "user", "add", "ops", "--admin")
+	out, _ := run(true, "token", "create", "--user", "ops", "--ttl", "1h")
+	m := tokenLine.FindStringSubmatch(strings.TrimSpace(out))
+	if m == nil {
+		t.Fatalf("token create printed %q", out)
+	}
+	store := dynamo.New(srv.Client, srv.Table)
+	tok, err := store.TokenByHash(t.Context(), auth.HashToken(m[1]))
+	if err != nil {
+		t.Fatalf("the token is not in the table: %v", err)
+	}
+	if u, err := store.User(t.Context(), tok.UserID); err != nil || u.Name != "ops" || !u.Admin {
+		t.Fatalf("token's user: %+v, %v", u, err)
+	}
+	run(true, "token", "revoke", tok.ID)
+	if tok, err := store.TokenByHash(t.Context(), tok.Hash); err != nil || !tok.Revoked {
+		t.Fatalf("after revoke: %+v, %v", tok, err)
+	}
+	if _, stderr := run(false, "user", "add", "ops"); !strings.Contains(stderr, "taken") {
+		t.Fatalf("a taken name: %s", stderr)
+	}
+	// Nothing was written locally.
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the admin commands on a table wrote %d files locally", len(entries))
 	}
 }

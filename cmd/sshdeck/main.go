@@ -19,13 +19,15 @@ const usage = `sshdeck: a control plane for SSH access
 
 Usage:
   sshdeck serve [--addr ADDR] [--data DIR]
-  sshdeck user add NAME [--admin] [--data DIR]
-  sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR]
-  sshdeck token revoke ID [--data DIR]
+  sshdeck user add NAME [--admin] [--data DIR | --table TABLE]
+  sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR | --table TABLE]
+  sshdeck token revoke ID [--data DIR | --table TABLE]
 
-Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck) and
-SSHDECK_ADDR (default 127.0.0.1:8080). The admin commands work while serve
-runs: they go through its admin socket in the data directory.
+Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
+SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE. The admin commands
+work while serve runs: they go through its admin socket in the data
+directory. With --table they administer a deployment's DynamoDB table, with
+the AWS credentials of the environment.
 `
 
 func main() {

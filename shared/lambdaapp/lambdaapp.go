@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/sshdeck/sshdeck/shared/api"
@@ -88,7 +87,7 @@ func Route(name string) (*lambdahttp.Handler, error) {
 		return nil, err
 	}
 	awsCfg := cfg.aws()
-	store := dynamo.New(newDynamoDB(awsCfg, cfg), cfg.Table)
+	store := dynamo.New(dynamo.NewClient(awsCfg, cfg.DynamoDBEndpoint), cfg.Table)
 	keyring := secret.Keyring(noKeyring{route: name})
 	if route.Credentials {
 		keyring = secret.NewKMSKeyring(newKMS(awsCfg, cfg), cfg.KMSKeyID)
@@ -108,7 +107,7 @@ func Authorizer() (*auth.Authorizer, error) {
 	if err := cfg.check(false); err != nil {
 		return nil, err
 	}
-	store := dynamo.New(newDynamoDB(cfg.aws(), cfg), cfg.Table)
+	store := dynamo.New(dynamo.NewClient(cfg.aws(), cfg.DynamoDBEndpoint), cfg.Table)
 	return auth.NewAuthorizer(auth.NewAuthenticator(store, store, nil), newLogger()), nil
 }
 
@@ -126,16 +125,6 @@ func (c Config) aws() aws.Config {
 		Region:      c.Region,
 		Credentials: credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken),
 	}
-}
-
-func newDynamoDB(awsCfg aws.Config, cfg Config) *dynamodb.Client {
-	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		if cfg.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
-			// Emulators send no CRC32 of their answers; DynamoDB itself does.
-			o.DisableValidateResponseChecksum = true
-		}
-	})
 }
 
 func newKMS(awsCfg aws.Config, cfg Config) *kms.Client {
