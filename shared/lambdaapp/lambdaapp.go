@@ -66,11 +66,9 @@ func (c Config) check(needKey bool) error {
 		return errors.New("AWS_REGION is not set: Lambda sets it; elsewhere name the region of the table")
 	case c.AccessKeyID == "" || c.SecretAccessKey == "":
 		return errors.New("AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY is not set: Lambda sets them from the function's role")
-	}
-	if c.Table == "" {
+	case c.Table == "":
 		return errors.New("SSHDECK_TABLE is not set: name the DynamoDB table of sshdeck")
-	}
-	if needKey && c.KMSKeyID == "" {
+	case needKey && c.KMSKeyID == "":
 		return errors.New("SSHDECK_KMS_KEY_ID is not set: name the KMS key that wraps credential data keys")
 	}
 	return nil

@@ -2,6 +2,8 @@ package sshdeck
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -68,6 +70,21 @@ type Host struct {
 	Sealed    SealedCredentials `json:"sealed"`
 	CreatedAt time.Time         `json:"createdAt"`
 	UpdatedAt time.Time         `json:"updatedAt"`
+}
+
+// CheckNew reports why a HostStore must refuse to create h: it needs an
+// owner, a positive id (from NextHostID) and version 1. Such a host is a
+// programming error, never a client's.
+func (h *Host) CheckNew() error {
+	switch {
+	case h.Owner == "":
+		return errors.New("owner is required")
+	case h.ID <= 0:
+		return fmt.Errorf("id %d is not positive", h.ID)
+	case h.Version != 1:
+		return fmt.Errorf("version is %d, not 1", h.Version)
+	}
+	return nil
 }
 
 // HostStore persists host records. Host ids are positive, unique within their

@@ -47,13 +47,8 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 // transaction in flight holds). An id past the counter is put in one
 // transaction with the raise of the counter.
 func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
-	switch {
-	case h.Owner == "":
-		return errors.New("dynamo: create host: owner is required")
-	case h.ID <= 0:
-		return fmt.Errorf("dynamo: create host: id %d is not positive", h.ID)
-	case h.Version != 1:
-		return fmt.Errorf("dynamo: create host: version is %d, not 1", h.Version)
+	if err := h.CheckNew(); err != nil {
+		return fmt.Errorf("dynamo: create host: %w", err)
 	}
 	attrs, err := marshal(h)
 	if err != nil {

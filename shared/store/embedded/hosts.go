@@ -33,13 +33,8 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 
 // CreateHost stores h, a new host of version 1; Conflict when its id exists.
 func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
-	switch {
-	case h.Owner == "":
-		return fmt.Errorf("embedded: create host: owner is required")
-	case h.ID <= 0:
-		return fmt.Errorf("embedded: create host: id %d is not positive", h.ID)
-	case h.Version != 1:
-		return fmt.Errorf("embedded: create host: version is %d, not 1", h.Version)
+	if err := h.CheckNew(); err != nil {
+		return fmt.Errorf("embedded: create host: %w", err)
 	}
 	return s.update(ctx, "create host", func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketHosts).CreateBucketIfNotExists([]byte(h.Owner))
