@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,20 +35,12 @@ func startCloud(t *testing.T) *cloud {
 	c := &cloud{dynamo: dynamotest.Start(t), kms: kmstest.Start(t)}
 	c.store = dynamo.New(c.dynamo.Client, c.dynamo.Table)
 	c.sealer = secret.NewSealer(secret.NewKMSKeyring(c.kms.Client(), c.kms.KeyID))
-	t.Setenv("SSHDECK_TABLE", c.dynamo.Table)
+	for _, kv := range c.dynamo.Env() {
+		name, value, _ := strings.Cut(kv, "=")
+		t.Setenv(name, value)
+	}
 	t.Setenv("SSHDECK_KMS_KEY_ID", c.kms.KeyID)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", c.dynamo.URL)
 	t.Setenv("AWS_ENDPOINT_URL_KMS", c.kms.URL)
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "example-secret")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	// Nothing of the machine's own AWS set-up may leak into the test.
-	none := filepath.Join(t.TempDir(), "none")
-	t.Setenv("AWS_CONFIG_FILE", none)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	return c
 }
 

@@ -187,11 +187,10 @@ func requestOf(t *testing.T, ev events.APIGatewayProxyRequest) *http.Request {
 	return req
 }
 
+// header reads a response header; the adapter writes them all as
+// multiValueHeaders.
 func header(resp events.APIGatewayProxyResponse, name string) string {
-	if v := http.Header(resp.MultiValueHeaders).Get(name); v != "" {
-		return v
-	}
-	return resp.Headers[name]
+	return http.Header(resp.MultiValueHeaders).Get(name)
 }
 
 func body(t *testing.T, resp events.APIGatewayProxyResponse) []byte {

@@ -297,11 +297,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 // deployment's table (minidyn here), as an operator does after `make deploy`.
 func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
 	srv := dynamotest.Start(t)
-	none := filepath.Join(t.TempDir(), "none")
-	env := append(os.Environ(),
-		"SSHDECK_TABLE="+srv.Table, "AWS_ENDPOINT_URL_DYNAMODB="+srv.URL, "AWS_REGION=eu-west-1",
-		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=example-secret",
-		"AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_EC2_METADATA_DISABLED=true")
+	env := append(os.Environ(), srv.Env()...)
 	dir := t.TempDir()
 	run := func(wantOK bool, args ...string) (string, string) {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -80,16 +81,32 @@ func (s *Server) ResetCalls() {
 	clear(s.calls)
 }
 
-// NewClient returns a DynamoDB client for the server at url. minidyn sends no
-// CRC32 header, so response checksums are not validated, and no call is
-// retried: minidyn does not throttle, and a retry would hide an error and
-// skew the counts.
+// NewClient returns a DynamoDB client for the server at url, built as the
+// store's own clients are (dynamo.NewClient), with no call retried: minidyn
+// does not throttle, and a retry would hide an error and skew the counts.
 func NewClient(url string) *dynamodb.Client {
-	return dynamodb.New(dynamodb.Options{
-		BaseEndpoint:                    aws.String(url),
-		Region:                          "us-east-1",
-		Credentials:                     credentials.NewStaticCredentialsProvider("minidyn", "minidyn", ""),
-		DisableValidateResponseChecksum: true,
-		Retryer:                         aws.NopRetryer{},
-	})
+	return dynamo.NewClient(aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("minidyn", "minidyn", ""),
+		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
+	}, url)
+}
+
+// Env is the environment that points a process (a Lambda entry point, the
+// sshdeck command) at the server as if it were DynamoDB: its endpoint and
+// table, a region, dummy credentials, and nothing of the machine's own AWS
+// set-up (no config or credentials file, no instance metadata).
+func (s *Server) Env() []string {
+	return []string{
+		"SSHDECK_TABLE=" + s.Table,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + s.URL,
+		"AWS_REGION=eu-west-1",
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE",
+		"AWS_SECRET_ACCESS_KEY=example-secret",
+		"AWS_SESSION_TOKEN=",
+		"AWS_PROFILE=",
+		"AWS_CONFIG_FILE=" + os.DevNull,
+		"AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
 }

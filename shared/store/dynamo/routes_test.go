@@ -11,8 +11,10 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// TestRouteCalls counts the calls that the service code of each route makes
-// over this store: the table "Calls per route" of README.md.
+// TestRouteCalls counts the calls of the route paths that the sample events
+// do not take (functions/replay_test.go pins those, through the functions):
+// the authorizer's, and the conditional update and delete. Together they are
+// the table "Calls per route" of README.md.
 func TestRouteCalls(t *testing.T) {
 	ctx := t.Context()
 	s, srv := start(t)
@@ -32,11 +34,10 @@ func TestRouteCalls(t *testing.T) {
 	}
 	password := "hunter2"
 	in := &hosts.Input{IP: "10.0.0.5", Username: "deploy", Password: &password}
-	spare, err := svc.Create(ctx, "u-1", in)
+	rec, err := svc.Create(ctx, "u-1", in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id int64
 	anyVersion := func(int64) bool { return true }
 
 	steps := []struct {
@@ -44,22 +45,10 @@ func TestRouteCalls(t *testing.T) {
 		run   func() error
 		want  map[string]int
 	}{
-		{"healthz", func() error { return s.Ping(ctx) }, map[string]int{"GetItem": 1}},
 		{"authorizer, cache miss", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{"GetItem": 2}},
 		{"authorizer, cache hit", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{}},
-		{"create-host", func() error {
-			rec, err := svc.Create(ctx, "u-1", in)
-			if err == nil {
-				id = rec.ID
-			}
-			return err
-		}, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
-		{"list-hosts", func() error { _, err := svc.List(ctx, "u-1"); return err }, map[string]int{"Query": 1}},
-		{"get-host", func() error { _, err := svc.Get(ctx, "u-1", id); return err }, map[string]int{"GetItem": 1}},
-		{"update-host", func() error { _, err := svc.Update(ctx, "u-1", id, in, nil); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"update-host, If-Match", func() error { _, err := svc.Update(ctx, "u-1", id, in, anyVersion); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", id, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
-		{"delete-host", func() error { return svc.Delete(ctx, "u-1", spare.ID, nil) }, map[string]int{"DeleteItem": 1}},
+		{"update-host, If-Match", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, anyVersion); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", rec.ID, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()
