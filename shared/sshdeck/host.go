@@ -103,7 +103,8 @@ type HostStore interface {
 	// UpdateHost replaces the stored host with h if the stored version is
 	// h.Version-1; Conflict when it is not, NotFound when absent.
 	UpdateHost(ctx context.Context, h *Host) error
-	// DeleteHost removes the owner's host with everything that belongs to it.
+	// DeleteHost removes the owner's host with everything that belongs to it:
+	// its file-manager entries (FileStore).
 	// With version > 0 the stored version must equal it (else Conflict).
 	// NotFound when absent.
 	DeleteHost(ctx context.Context, owner string, id int64, version int64) error
@@ -114,6 +115,9 @@ type Store interface {
 	UserStore
 	TokenStore
 	HostStore
+	FileStore
+	AlertStore
+	CacheStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	Close() error

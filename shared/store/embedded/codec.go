@@ -28,3 +28,45 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	}
 	return b.Put(key, data)
 }
+
+// forEachJSON decodes every value of b, in key order, and calls fn with it.
+func forEachJSON[T any](b *bolt.Bucket, fn func(*T) error) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			return nil // a nested bucket
+		}
+		var x T
+		if _, err := getJSON(b, k, &x); err != nil {
+			return err
+		}
+		return fn(&x)
+	})
+}
+
+// purge deletes the values of b for which gone is true. Only stores with few
+// values use it: it decodes them all.
+func purge[T any](b *bolt.Bucket, gone func(*T) bool) error {
+	var keys [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			return nil
+		}
+		var x T
+		if _, err := getJSON(b, k, &x); err != nil {
+			return err
+		}
+		if gone(&x) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

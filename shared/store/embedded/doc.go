@@ -5,9 +5,10 @@
 // Every method is one bbolt transaction, so each write is atomic, and bbolt
 // fsyncs on commit: a write that returned nil survives a crash.
 //
-// On-disk layout (schema 1):
+// On-disk layout (schema 2; schema 1 lacked files, alerts, dismissals and
+// cache, which opening a schema 1 file adds):
 //
-//	meta                 "schema" → "1" (decimal); a newer schema is refused
+//	meta                 "schema" → "2" (decimal); a newer schema is refused
 //	users                user id → JSON sshdeck.User
 //	usernames            user name → user id
 //	tokens               token id → JSON sshdeck.Token
@@ -15,8 +16,20 @@
 //	hosts                one nested bucket per owner id:
 //	  <owner id>         8-byte big-endian host id → JSON sshdeck.Host
 //	                     the bucket's sequence is the owner's last host id
+//	files                one nested bucket per owner id:
+//	  <owner id>         8-byte host id + 'r' (recent) or 's' (shortcut) + path
+//	                     → JSON sshdeck.FileEntry
+//	alerts               alert id → JSON sshdeck.Alert
+//	dismissals           one nested bucket per user id:
+//	  <user id>          alert id → JSON sshdeck.Dismissal
+//	cache                cache key → JSON sshdeck.CacheEntry
 //
-// Host keys are big-endian so that a cursor walks them in id order. The
-// per-owner bucket is kept when its last host is deleted: its sequence is what
-// keeps host ids from being reused.
+// Host keys are big-endian so that a cursor walks them in id order, and a
+// host's file entries, and each kind of them, are one key range. Alerts,
+// dismissals and cache entries past their time are deleted by the writes of
+// their kind (nothing else purges an embedded store), so those buckets hold
+// little more than what is in force.
+//
+// The per-owner bucket of hosts is kept when its last host is deleted: its
+// sequence is what keeps host ids from being reused.
 package embedded

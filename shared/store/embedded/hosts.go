@@ -108,7 +108,8 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 	})
 }
 
-// DeleteHost removes the owner's host; with version > 0 only at that version.
+// DeleteHost removes the owner's host and its file-manager entries, in one
+// transaction; with version > 0 only at that version.
 func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version int64) error {
 	return s.update(ctx, "delete host", func(tx *bolt.Tx) error {
 		b := ownerBucket(tx, owner)
@@ -118,6 +119,9 @@ func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version 
 		}
 		if version > 0 && stored.Version != version {
 			return sshdeck.Errorf(sshdeck.Conflict, "host %d changed since version %d", id, version)
+		}
+		if err := deleteFiles(tx, owner, id); err != nil {
+			return err
 		}
 		return b.Delete(hostKey(id))
 	})

@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in open when the layout changes.
-const schemaVersion = 1
+const schemaVersion = 2
 
 var (
 	bucketMeta        = []byte("meta")
@@ -24,6 +24,10 @@ var (
 	bucketTokens      = []byte("tokens")
 	bucketTokenHashes = []byte("token_hashes")
 	bucketHosts       = []byte("hosts")
+	bucketFiles       = []byte("files")
+	bucketAlerts      = []byte("alerts")
+	bucketDismissals  = []byte("dismissals")
+	bucketCache       = []byte("cache")
 
 	keySchema = []byte("schema")
 )
@@ -58,7 +62,8 @@ func Open(path string) (*Store, error) {
 }
 
 // prepare creates the buckets of a new file and refuses a file written by a
-// newer sshdeck, whose layout this one could corrupt.
+// newer sshdeck, whose layout this one could corrupt. Schema 2 only added
+// buckets, so creating the missing ones migrates a schema 1 file.
 func prepare(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
@@ -73,7 +78,7 @@ func prepare(tx *bolt.Tx) error {
 			return fmt.Errorf("the file has schema %d, newer than schema %d of this sshdeck; upgrade sshdeck", n, schemaVersion)
 		}
 	}
-	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts} {
+	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

@@ -115,20 +115,73 @@ func TestFileMode(t *testing.T) {
 	}
 }
 
+// setSchema writes a schema number into a closed store's file.
+func setSchema(t *testing.T, path, schema string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte(schema)) })
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
+	s.Close()
+	setSchema(t, path, "3")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 3") {
+		t.Fatalf("Open of a schema-3 file: got %v, want an error naming schema 3", err)
+	}
+}
+
+// TestSchema1Migrates opens a file as sshdeck with schema 1 left it: no
+// file, alert, dismissal or cache bucket. Its hosts stay, and the new kinds
+// work on it.
+func TestSchema1Migrates(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t)
+	id, err := s.NextHostID(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) })
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketFiles, bucketAlerts, bucketDismissals, bucketCache} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte("1"))
+	})
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 2") {
-		t.Fatalf("Open of a schema-2 file: got %v, want an error naming schema 2", err)
+
+	s = mustOpen(t, path)
+	defer s.Close()
+	e := &sshdeck.FileEntry{Owner: "alice", HostID: id, Kind: sshdeck.RecentFile, Path: "/etc/hosts", LastOpened: time.Now()}
+	if err := s.PutRecentFile(ctx, e, sshdeck.MaxRecentFiles); err != nil {
+		t.Fatalf("PutRecentFile on a migrated file: %v", err)
+	}
+	if _, err := s.Alerts(ctx, time.Now()); err != nil {
+		t.Fatalf("Alerts on a migrated file: %v", err)
+	}
+	var schema string
+	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
+	if schema != "2" {
+		t.Fatalf("schema after opening: got %q, want 2", schema)
 	}
 }
 
