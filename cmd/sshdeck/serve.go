@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
@@ -46,6 +46,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	authn := auth.NewAuthenticator(store, store, nil)
+	apiCfg, err := app.Config(store, secret.NewSealer(keyring), app.SettingsFromEnv(), log)
+	if err != nil {
+		return err
+	}
+	apiCfg.Authenticator = authn
+	apiServer := api.New(apiCfg)
 	admin := auth.NewAdmin(store, authn, nil)
 	token, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
 	if err != nil {
@@ -55,12 +61,6 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token, shown this once and valid %d days:\n\n    %s\n\nMake more with: sshdeck token create --user admin\n", int(bootstrapTokenTTL.Hours()/24), token)
 	}
 
-	apiServer := api.New(api.Config{
-		Hosts:         hosts.NewService(store, secret.NewSealer(keyring), nil),
-		Ping:          store.Ping,
-		Authenticator: authn,
-		Logger:        log,
-	})
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)

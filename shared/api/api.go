@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/releases"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -22,7 +25,12 @@ type Authenticator interface {
 
 // Config is what the handlers need.
 type Config struct {
-	Hosts *hosts.Service
+	Hosts  *hosts.Service
+	Files  *files.Service
+	Alerts *alerts.Service
+	// Releases serves the releases feed; nil when no repository is
+	// configured, and the feed answers 404 saying so.
+	Releases *releases.Service
 	// Ping reports whether the store answers, for /healthz.
 	Ping func(context.Context) error
 	// Authenticator checks bearer tokens. Leave it nil where something in
@@ -57,6 +65,20 @@ func New(cfg Config) *Server {
 		"get-host":    s.getHost,
 		"update-host": s.updateHost,
 		"delete-host": s.deleteHost,
+
+		"list-recent-files":  s.listFiles(sshdeck.RecentFile),
+		"add-recent-file":    s.addRecentFile,
+		"delete-recent-file": s.deleteFile(sshdeck.RecentFile, "File removed from recent"),
+		"list-shortcuts":     s.listFiles(sshdeck.Shortcut),
+		"add-shortcut":       s.addShortcut,
+		"delete-shortcut":    s.deleteFile(sshdeck.Shortcut, "Shortcut removed"),
+
+		"list-alerts":   s.listAlerts,
+		"dismiss-alert": s.dismissAlert,
+		"publish-alert": s.publishAlert,
+		"delete-alert":  s.deleteAlert,
+
+		"releases-feed": s.releasesFeed,
 	}
 	for _, r := range routes.All {
 		if s.handlers[r.Name] == nil {
@@ -121,6 +143,10 @@ func (s *Server) route(route routes.Route) http.Handler {
 				return
 			}
 			info.user = caller.UserID
+			if route.Admin && !caller.Admin {
+				s.writeError(w, r, sshdeck.Errorf(sshdeck.Forbidden, "only an admin may %s %s", route.Method, route.Path))
+				return
+			}
 		}
 		if err := h(w, r, caller); err != nil {
 			s.writeError(w, r, err)

@@ -19,16 +19,21 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sshdeck/sshdeck/internal/openapitest"
+	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/releases"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/upstream"
 )
 
 // env is a server over a real embedded store in a temporary directory, with
-// two users (alice and bob) and their tokens. Every response it returns has
-// been checked against openapi.yaml.
+// two users (alice and bob), an admin (root) and their tokens, a GitHub and
+// a remote alerts list on loopback, and one clock. Every response it returns
+// has been checked against openapi.yaml.
 type env struct {
 	t     testing.TB
 	dir   string
@@ -42,7 +47,25 @@ type env struct {
 	spec         *openapitest.Validator
 	alice        string // bearer tokens
 	bob          string
-	now          time.Time
+	root         string
+	github       *fakeGitHub
+	remote       *fakeAlerts
+	// now is the clock of every service; tests move it, never sleep.
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (e *env) clock() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+// advance moves the clock on.
+func (e *env) advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(d)
 }
 
 func newEnv(t testing.TB) *env {
@@ -58,30 +81,51 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, dir: dir, store: store, logs: &syncBuffer{}, now: time.Now()}
-	clock := func() time.Time { return e.now }
-	authn := auth.NewAuthenticator(store, store, clock)
+	authn := auth.NewAuthenticator(store, store, e.clock)
 	e.authn = authn
-	e.admin = auth.NewAdmin(store, authn, clock)
+	e.admin = auth.NewAdmin(store, authn, e.clock)
 	e.hostsService = hosts.NewService(store, secret.NewSealer(keyring), nil)
-	e.handler = api.New(api.Config{
-		Hosts:         e.hostsService,
-		Ping:          store.Ping,
-		Authenticator: authn,
-		Logger:        slog.New(slog.NewJSONHandler(e.logs, nil)),
-	}).Router()
+	e.github = startGitHub(t)
+	e.remote = startAlerts(t)
+	e.handler = e.server().Router()
 	e.spec = openapitest.Load(t, "../../openapi.yaml")
-	e.alice = e.user("alice")
-	e.bob = e.user("bob")
+	e.alice = e.user("alice", false)
+	e.bob = e.user("bob", false)
+	e.root = e.user("root", true)
 	return e
 }
 
-func (e *env) user(name string) string {
+// server returns a new API server over the env's store, as another process
+// or function instance would run: only the store is shared.
+func (e *env) server() *api.Server {
 	e.t.Helper()
-	ctx := context.Background()
-	if _, err := e.admin.AddUser(ctx, name, false); err != nil {
+	log := slog.New(slog.NewJSONHandler(e.logs, nil))
+	github, err := upstream.NewGitHub(upstream.GitHubConfig{BaseURL: e.github.srv.URL, Repo: "acme/deck", Now: e.clock})
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	token, _, err := e.admin.CreateToken(ctx, name, "test", time.Hour)
+	list, err := upstream.NewAlertsList(e.remote.srv.URL, time.Second, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return api.New(api.Config{
+		Hosts:         e.hostsService,
+		Files:         files.NewService(e.store, e.clock),
+		Alerts:        alerts.NewService(e.store, upstream.NewRemoteAlerts(list, log, e.clock), e.clock),
+		Releases:      releases.NewService(github, e.store, log, e.clock),
+		Ping:          e.store.Ping,
+		Authenticator: e.authn,
+		Logger:        log,
+	})
+}
+
+func (e *env) user(name string, admin bool) string {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.admin.AddUser(ctx, name, admin); err != nil {
+		e.t.Fatal(err)
+	}
+	token, _, err := e.admin.CreateToken(ctx, name, "test", 30*24*time.Hour)
 	if err != nil {
 		e.t.Fatal(err)
 	}

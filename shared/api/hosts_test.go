@@ -386,7 +386,7 @@ func TestUnauthorized(t *testing.T) {
 	if resp := e.get(expiring, "/ssh/db/host"); resp.Status != 200 {
 		t.Fatalf("token before expiry: %d", resp.Status)
 	}
-	e.now = e.now.Add(2 * time.Minute)
+	e.advance(2 * time.Minute)
 	cases := map[string]string{
 		"missing":       "",
 		"wrong scheme":  "Basic YWxpY2U6cHc=",

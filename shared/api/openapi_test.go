@@ -40,6 +40,9 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		if got := op.Extensions["x-sshdeck-access"]; got != r.Access.String() {
 			t.Errorf("%s: x-sshdeck-access %v, want %q", key, got, r.Access)
 		}
+		if admin, _ := op.Extensions["x-sshdeck-admin"].(bool); admin != r.Admin {
+			t.Errorf("%s: x-sshdeck-admin %t, want %t", key, admin, r.Admin)
+		}
 		security := doc.Security
 		if op.Security != nil {
 			security = *op.Security

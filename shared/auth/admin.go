@@ -32,7 +32,7 @@ func (a *Admin) AddUser(ctx context.Context, name string, admin bool) (*sshdeck.
 	if err := checkUserName(name); err != nil {
 		return nil, err
 	}
-	u := &sshdeck.User{ID: newID("usr_"), Name: name, Admin: admin, CreatedAt: a.timestamp()}
+	u := &sshdeck.User{ID: sshdeck.NewID("usr_"), Name: name, Admin: admin, CreatedAt: a.timestamp()}
 	if err := a.store.CreateUser(ctx, u); err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl tim
 	}
 	bearer, hash := NewToken()
 	now := a.timestamp()
-	t := &sshdeck.Token{ID: newID("tok_"), UserID: u.ID, Name: label, Hash: hash, CreatedAt: now}
+	t := &sshdeck.Token{ID: sshdeck.NewID("tok_"), UserID: u.ID, Name: label, Hash: hash, CreatedAt: now}
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}

@@ -53,10 +53,3 @@ func BearerToken(header string) (string, bool) {
 	token = strings.TrimSpace(token)
 	return token, token != ""
 }
-
-// newID returns a random id with a prefix, such as "usr_1f2e3d4c5b6a7988".
-func newID(prefix string) string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}

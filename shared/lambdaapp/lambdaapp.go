@@ -1,7 +1,7 @@
 // Package lambdaapp builds what a Lambda function of sshdeck needs, once per
 // container (in main, before lambda.Start): its settings from the
 // environment, the AWS clients, the DynamoDB store, the KMS keyring and the
-// handler of its route. Every functions/<route>/main.go is two calls into it.
+// handler of its route (with the upstream settings of shared/app). Every functions/<route>/main.go is two calls into it.
 package lambdaapp
 
 import (
@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/lambdahttp"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/secret"
@@ -90,12 +90,11 @@ func Route(name string) (*lambdahttp.Handler, error) {
 	if route.Credentials {
 		keyring = secret.NewKMSKeyring(newKMS(awsCfg, cfg), cfg.KMSKeyID)
 	}
-	server := api.New(api.Config{
-		Hosts:  hosts.NewService(store, secret.NewSealer(keyring), nil),
-		Ping:   store.Ping,
-		Logger: newLogger(),
-	})
-	return lambdahttp.New(server.Handler(name)), nil
+	apiCfg, err := app.Config(store, secret.NewSealer(keyring), app.SettingsFromEnv(), newLogger())
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.New(api.New(apiCfg).Handler(name)), nil
 }
 
 // Authorizer builds the entry point of the authorizer function. It only

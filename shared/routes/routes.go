@@ -40,6 +40,8 @@ type Route struct {
 	// Credentials: the route seals or opens credential fields, so it needs
 	// the data key (kms:Decrypt, kms:GenerateDataKey in AWS).
 	Credentials bool
+	// Admin: only an admin may call the route; anyone else gets 403.
+	Admin bool
 }
 
 // All is every base_url route.
@@ -50,6 +52,22 @@ var All = []Route{
 	{Name: "get-host", Method: "GET", Path: "/ssh/db/host/{id}", Access: Read, Credentials: true},
 	{Name: "update-host", Method: "PUT", Path: "/ssh/db/host/{id}", Access: Write, Credentials: true},
 	{Name: "delete-host", Method: "DELETE", Path: "/ssh/db/host/{id}", Access: Write},
+
+	{Name: "list-recent-files", Method: "GET", Path: "/ssh/file_manager/recent", Access: Read},
+	{Name: "add-recent-file", Method: "POST", Path: "/ssh/file_manager/recent", Access: Write},
+	{Name: "delete-recent-file", Method: "DELETE", Path: "/ssh/file_manager/recent", Access: Write},
+	{Name: "list-shortcuts", Method: "GET", Path: "/ssh/file_manager/shortcuts", Access: Read},
+	{Name: "add-shortcut", Method: "POST", Path: "/ssh/file_manager/shortcuts", Access: Write},
+	{Name: "delete-shortcut", Method: "DELETE", Path: "/ssh/file_manager/shortcuts", Access: Write},
+
+	{Name: "list-alerts", Method: "GET", Path: "/alerts", Access: Read},
+	{Name: "dismiss-alert", Method: "POST", Path: "/alerts/dismiss", Access: Write},
+	{Name: "publish-alert", Method: "POST", Path: "/alerts", Access: Write, Admin: true},
+	{Name: "delete-alert", Method: "DELETE", Path: "/alerts/{id}", Access: Write, Admin: true},
+
+	// The feed reads nothing of a user's but writes the cache every
+	// function instance shares: Write.
+	{Name: "releases-feed", Method: "GET", Path: "/releases/rss", Access: Write},
 }
 
 // ByName returns the route with the name.

@@ -1,0 +1,140 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// fakeGitHub speaks GitHub's releases API for the repository acme/deck:
+// GET /repos/acme/deck/releases?page=&per_page= answers the releases of
+// that page, or what the test set instead (an error status with GitHub's
+// headers and body).
+type fakeGitHub struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	releases []map[string]any
+	calls    []string // the query of each call
+	status   int      // when not 0, every answer is this status…
+	header   http.Header
+	body     string // …with this body
+}
+
+func startGitHub(t testing.TB) *fakeGitHub {
+	g := &fakeGitHub{}
+	for i := 1; i <= 3; i++ {
+		g.releases = append(g.releases, map[string]any{
+			"id": 1000 + i, "node_id": "RE_x", "tag_name": "v1." + strconv.Itoa(i) + ".0",
+			"name": "sshdeck 1." + strconv.Itoa(i), "body": "Notes of 1." + strconv.Itoa(i),
+			"html_url":     "https://github.com/acme/deck/releases/tag/v1." + strconv.Itoa(i) + ".0",
+			"published_at": "2026-10-0" + strconv.Itoa(i) + "T12:00:00Z",
+			"draft":        false, "prerelease": i == 3,
+			"author": map[string]any{"login": "octocat"},
+			"assets": []map[string]any{{
+				"name": "sshdeck_linux_arm64.tar.gz", "size": 4_200_000 + i, "download_count": 10 * i,
+				"browser_download_url": "https://github.com/acme/deck/releases/download/v1." + strconv.Itoa(i) + ".0/sshdeck_linux_arm64.tar.gz",
+				"content_type":         "application/gzip",
+			}},
+		})
+	}
+	// A draft: no name, no notes, not published.
+	g.releases = append(g.releases, map[string]any{
+		"id": 2000, "tag_name": "v2.0.0-rc.1", "name": nil, "body": nil, "html_url": "https://github.com/acme/deck/releases/tag/untagged-1",
+		"published_at": nil, "draft": true, "prerelease": true, "assets": []any{},
+	})
+	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
+	t.Cleanup(g.srv.Close)
+	return g
+}
+
+func (g *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r.URL.Path != "/repos/acme/deck/releases" || r.Header.Get("Accept") != "application/vnd.github+json" {
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"message":"Not Found","documentation_url":"https://docs.github.com/rest"}`))
+		return
+	}
+	g.calls = append(g.calls, r.URL.RawQuery)
+	if g.status != 0 {
+		for k, v := range g.header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(g.status)
+		w.Write([]byte(g.body))
+		return
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	from := min((page-1)*perPage, len(g.releases))
+	to := min(from+perPage, len(g.releases))
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	json.NewEncoder(w).Encode(g.releases[from:to])
+}
+
+// fail makes GitHub answer status with the headers and body; 0 heals it.
+func (g *fakeGitHub) fail(status int, body string, header ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.status, g.body, g.header = status, body, http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		g.header.Set(header[i], header[i+1])
+	}
+}
+
+// callCount returns how many requests the releases endpoint had.
+func (g *fakeGitHub) callCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.calls)
+}
+
+func (g *fakeGitHub) lastQuery() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.calls) == 0 {
+		return ""
+	}
+	return g.calls[len(g.calls)-1]
+}
+
+// fakeAlerts is a remote alerts list: a JSON array, or a failure.
+type fakeAlerts struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	body   string
+	status int
+	calls  int
+}
+
+func startAlerts(t testing.TB) *fakeAlerts {
+	a := &fakeAlerts{body: "[]", status: http.StatusOK}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.calls++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.status)
+		w.Write([]byte(a.body))
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *fakeAlerts) set(status int, body string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.status, a.body = status, body
+}
+
+func (a *fakeAlerts) callCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls
+}

@@ -1,0 +1,275 @@
+// Package releases serves the releases feed: a repository's GitHub
+// releases mapped to feed items, cached in the store for every function
+// instance, and served stale when GitHub fails.
+package releases
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/upstream"
+)
+
+const (
+	// TTL is how long a cached page is served without asking GitHub.
+	TTL = 30 * time.Minute
+	// Keep is how long a cached page is kept to be served stale while
+	// GitHub fails.
+	Keep = 7 * 24 * time.Hour
+	// DefaultPerPage and MaxPerPage are the API's page sizes.
+	DefaultPerPage = 20
+	MaxPerPage     = 100
+)
+
+// Source is where releases come from: *upstream.GitHub.
+type Source interface {
+	Repo() string
+	ReleasesPage() string
+	Releases(ctx context.Context, page, perPage int) ([]upstream.Release, error)
+}
+
+// Feed is the body of GET /releases/rss.
+type Feed struct {
+	Feed       Info   `json:"feed"`
+	Items      []Item `json:"items"`
+	TotalCount int    `json:"total_count"`
+	Page       int    `json:"page"`
+	PerPage    int    `json:"per_page"`
+	// Cached tells whether the items came from the cache; CacheAge is
+	// their age in whole seconds (0 when fetched for this answer).
+	Cached   bool  `json:"cached"`
+	CacheAge int64 `json:"cache_age"`
+}
+
+// Info describes the feed.
+type Info struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Link        string `json:"link"`
+	// Updated is when the items were fetched from GitHub.
+	Updated time.Time `json:"updated"`
+}
+
+// Item is one release.
+type Item struct {
+	ID           int64      `json:"id"`
+	Title        string     `json:"title"`
+	Description  string     `json:"description"`
+	Link         string     `json:"link"`
+	PubDate      *time.Time `json:"pubDate"` // null for a draft
+	Version      string     `json:"version"`
+	IsPrerelease bool       `json:"isPrerelease"`
+	IsDraft      bool       `json:"isDraft"`
+	Assets       []Asset    `json:"assets"`
+}
+
+// Asset is a file attached to a release.
+type Asset struct {
+	Name          string `json:"name"`
+	Size          int64  `json:"size"` // bytes
+	DownloadCount int64  `json:"download_count"`
+	DownloadURL   string `json:"download_url"`
+}
+
+// Service answers feed pages.
+type Service struct {
+	source Source
+	cache  sshdeck.CacheStore
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu sync.Mutex
+	// limitedUntil is when GitHub's rate limit lifts: no call before it.
+	limitedUntil time.Time
+}
+
+// NewService returns a Service; log nil discards, now nil is time.Now.
+func NewService(source Source, cache sshdeck.CacheStore, log *slog.Logger, now func() time.Time) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{source: source, cache: cache, log: log, now: now}
+}
+
+// cached is what the cache holds of a page: gzipped JSON, as release notes
+// are long markdown that compresses well, and a DynamoDB item is 400 KB.
+type cached struct {
+	Items []Item `json:"items"`
+}
+
+// Page answers one page of the feed. page and perPage must be clamped by the
+// caller (1.., 1..MaxPerPage).
+func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
+	key := fmt.Sprintf("releases/%s/%d/%d", s.source.Repo(), page, perPage)
+	now := s.now()
+	entry, items := s.lookup(ctx, key, now)
+	if entry != nil && now.Sub(entry.StoredAt) < TTL {
+		return s.feed(page, perPage, items, entry.StoredAt, now, true), nil
+	}
+	fresh, err := s.fetch(ctx, page, perPage, now)
+	if err != nil {
+		if entry != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "releases: serving a stale page", slog.String("error", err.Error()))
+			return s.feed(page, perPage, items, entry.StoredAt, now, true), nil
+		}
+		return nil, err
+	}
+	s.store(ctx, key, fresh, now)
+	return s.feed(page, perPage, fresh, now, now, false), nil
+}
+
+// lookup returns the cached page, or nothing: a store that fails to answer
+// is logged and the page fetched, as if it were not cached.
+func (s *Service) lookup(ctx context.Context, key string, now time.Time) (*sshdeck.CacheEntry, []Item) {
+	entry, err := s.cache.CacheEntry(ctx, key, now)
+	if err != nil {
+		if sshdeck.ErrorCode(err) != sshdeck.NotFound {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "releases: cache unreadable", slog.String("error", err.Error()))
+		}
+		return nil, nil
+	}
+	items, err := decode(entry.Value)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: cache entry undecodable", slog.String("key", key), slog.String("error", err.Error()))
+		return nil, nil
+	}
+	return entry, items
+}
+
+// fetch asks GitHub for the page, unless its rate limit has not lifted yet.
+func (s *Service) fetch(ctx context.Context, page, perPage int, now time.Time) ([]Item, error) {
+	s.mu.Lock()
+	until := s.limitedUntil
+	s.mu.Unlock()
+	if now.Before(until) {
+		return nil, sshdeck.Errorf(sshdeck.Upstream, "GitHub's rate limit is reached until %s", until.UTC().Format(time.RFC3339))
+	}
+	releases, err := s.source.Releases(ctx, page, perPage)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: GitHub failed", slog.String("error", err.Error()))
+		return nil, s.upstreamError(err)
+	}
+	items := make([]Item, 0, len(releases))
+	for _, r := range releases {
+		items = append(items, item(r))
+	}
+	return items, nil
+}
+
+// upstreamError says what went wrong with GitHub, in a sentence for the
+// client (the error itself is logged).
+func (s *Service) upstreamError(err error) error {
+	if limit, ok := errors.AsType[*upstream.RateLimitError](err); ok {
+		s.mu.Lock()
+		s.limitedUntil = limit.Reset
+		s.mu.Unlock()
+		return sshdeck.Errorf(sshdeck.Upstream, "GitHub's rate limit is reached until %s", limit.Reset.UTC().Format(time.RFC3339))
+	}
+	if status, ok := errors.AsType[*upstream.StatusError](err); ok {
+		return sshdeck.Errorf(sshdeck.Upstream, "GitHub answered %d %s for the releases of %s", status.Status, http.StatusText(status.Status), s.source.Repo())
+	}
+	var timeout interface{ Timeout() bool }
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout() {
+		return sshdeck.Errorf(sshdeck.Upstream, "GitHub did not answer in time")
+	}
+	return sshdeck.Errorf(sshdeck.Upstream, "GitHub could not be reached")
+}
+
+// store caches a fetched page. A page that cannot be cached is still
+// answered: the failure is logged.
+func (s *Service) store(ctx context.Context, key string, items []Item, now time.Time) {
+	value, err := encode(items)
+	if err == nil {
+		err = s.cache.PutCacheEntry(ctx, &sshdeck.CacheEntry{Key: key, Value: value, StoredAt: now, KeepUntil: now.Add(Keep)})
+	}
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: page not cached", slog.String("key", key), slog.String("error", err.Error()))
+	}
+}
+
+func (s *Service) feed(page, perPage int, items []Item, fetched, now time.Time, fromCache bool) *Feed {
+	repo := s.source.Repo()
+	f := &Feed{
+		Feed: Info{
+			Title:       repo + " releases",
+			Description: "Releases of " + repo + " on GitHub",
+			Link:        s.source.ReleasesPage(),
+			Updated:     fetched.UTC(),
+		},
+		Items:      items,
+		TotalCount: len(items),
+		Page:       page,
+		PerPage:    perPage,
+		Cached:     fromCache,
+	}
+	if fromCache {
+		f.CacheAge = int64(now.Sub(fetched) / time.Second)
+	}
+	return f
+}
+
+// item maps a GitHub release as API.md says.
+func item(r upstream.Release) Item {
+	it := Item{
+		ID:           r.ID,
+		Title:        r.Name,
+		Description:  r.Body,
+		Link:         r.HTMLURL,
+		PubDate:      r.PublishedAt,
+		Version:      r.TagName,
+		IsPrerelease: r.Prerelease,
+		IsDraft:      r.Draft,
+		Assets:       make([]Asset, 0, len(r.Assets)),
+	}
+	if it.Title == "" {
+		it.Title = r.TagName
+	}
+	for _, a := range r.Assets {
+		it.Assets = append(it.Assets, Asset{Name: a.Name, Size: a.Size, DownloadCount: a.DownloadCount, DownloadURL: a.BrowserDownloadURL})
+	}
+	return it
+}
+
+func encode(items []Item) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(cached{Items: items}); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(value []byte) ([]Item, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(value))
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	var c cached
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, err
+	}
+	if c.Items == nil {
+		c.Items = []Item{}
+	}
+	return c.Items, nil
+}
