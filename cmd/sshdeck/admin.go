@@ -11,18 +11,21 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
-// admin is what the admin commands do: *auth.Admin over the store, or the
+// admin is what the admin commands do: storeAdmin over the store, or the
 // client of a running server's admin socket.
 type admin interface {
 	AddUser(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error)
 	CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error)
 	RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error)
+	PublishAlert(ctx context.Context, in *alerts.Input) (*sshdeck.Alert, error)
+	Alerts(ctx context.Context) ([]*sshdeck.Alert, error)
+	DeleteAlert(ctx context.Context, id string) error
 }
 
 // openAdmin reaches the store of cfg: a deployment's DynamoDB table, or the
@@ -36,7 +39,7 @@ func openAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
 			return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
 		}
 		store := dynamo.New(dynamo.NewClient(awsCfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), cfg.Table)
-		return auth.NewAdmin(store, nil, nil), func() {}, nil
+		return newStoreAdmin(store, nil), func() {}, nil
 	}
 	if client, ok := dialAdminSocket(cfg.socketPath()); ok {
 		return client, func() {}, nil
@@ -51,7 +54,7 @@ func openAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return auth.NewAdmin(store, nil, nil), func() { store.Close() }, nil
+	return newStoreAdmin(store, nil), func() { store.Close() }, nil
 }
 
 // runAdmin parses an admin command's arguments (positional of them), then

@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
-	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -55,8 +55,12 @@ type revokeRequest struct {
 	ID string `json:"id"`
 }
 
+type alertIDRequest struct {
+	ID string `json:"id"`
+}
+
 // adminHandler serves the admin operations of a on the socket.
-func adminHandler(a *auth.Admin) http.Handler {
+func adminHandler(a *storeAdmin) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /users", adminOp(func(ctx context.Context, req userRequest) (any, error) {
 		return a.AddUser(ctx, req.Name, req.Admin)
@@ -67,6 +71,15 @@ func adminHandler(a *auth.Admin) http.Handler {
 	}))
 	mux.HandleFunc("POST /tokens/revoke", adminOp(func(ctx context.Context, req revokeRequest) (any, error) {
 		return a.RevokeToken(ctx, req.ID)
+	}))
+	mux.HandleFunc("POST /alerts", adminOp(func(ctx context.Context, req alerts.Input) (any, error) {
+		return a.PublishAlert(ctx, &req)
+	}))
+	mux.HandleFunc("POST /alerts/list", adminOp(func(ctx context.Context, _ struct{}) (any, error) {
+		return a.Alerts(ctx)
+	}))
+	mux.HandleFunc("POST /alerts/delete", adminOp(func(ctx context.Context, req alertIDRequest) (any, error) {
+		return struct{}{}, a.DeleteAlert(ctx, req.ID)
 	}))
 	return mux
 }
@@ -149,4 +162,19 @@ func (c *adminClient) CreateToken(ctx context.Context, userName, label string, t
 func (c *adminClient) RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error) {
 	var t sshdeck.Token
 	return &t, c.call(ctx, "/tokens/revoke", revokeRequest{id}, &t)
+}
+
+func (c *adminClient) PublishAlert(ctx context.Context, in *alerts.Input) (*sshdeck.Alert, error) {
+	var a sshdeck.Alert
+	return &a, c.call(ctx, "/alerts", in, &a)
+}
+
+func (c *adminClient) Alerts(ctx context.Context) ([]*sshdeck.Alert, error) {
+	var list []*sshdeck.Alert
+	err := c.call(ctx, "/alerts/list", struct{}{}, &list)
+	return list, err
+}
+
+func (c *adminClient) DeleteAlert(ctx context.Context, id string) error {
+	return c.call(ctx, "/alerts/delete", alertIDRequest{id}, &struct{}{})
 }

@@ -133,6 +133,13 @@ func (s *server) stop(t *testing.T) error {
 
 func (s *server) status(t *testing.T, token, path string) int {
 	t.Helper()
+	status, _ := s.get(t, token, path)
+	return status
+}
+
+// get answers GET path with the token: its status and body.
+func (s *server) get(t *testing.T, token, path string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest("GET", s.url+path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -141,8 +148,12 @@ func (s *server) status(t *testing.T, token, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }
 
 // runCLI runs an sshdeck command in dir and returns its stdout and stderr.
@@ -229,6 +240,50 @@ func TestServeBootstrapsAndIsAdministeredWhileRunning(t *testing.T) {
 		if tokenLine.MatchString(line) {
 			t.Fatal("a restarted server printed a token")
 		}
+	}
+}
+
+// TestAlertCommands publishes, lists and deletes alerts through a running
+// server's admin socket, and directly on the store when none runs.
+func TestAlertCommands(t *testing.T) {
+	dir := t.TempDir()
+	srv := serve(t, dir)
+	token := srv.bootstrapToken(t)
+	id, info := runCLI(t, dir, true, "alert", "publish", "--title", "Maintenance tonight", "--priority", "high", "--type", "warning", "--expires", "2h",
+		"--action-url", "https://status.example.com", "--action-text", "Status")
+	id = strings.TrimSpace(id)
+	if !regexp.MustCompile(`^alr_[0-9a-f]{16}$`).MatchString(id) || !strings.Contains(info, "published alert "+id+" (high)") {
+		t.Fatalf("alert publish printed %q and %q", id, info)
+	}
+	status, body := srv.get(t, token, "/alerts")
+	if status != 200 || !strings.Contains(body, `"id":"`+id+`","title":"Maintenance tonight"`) || !strings.Contains(body, `"priority":"high","type":"warning","actionUrl":"https://status.example.com","actionText":"Status"`) {
+		t.Fatalf("GET /alerts: %d %s", status, body)
+	}
+	if out, _ := runCLI(t, dir, true, "alert", "list"); !strings.Contains(out, id+"  high      warning") || !strings.Contains(out, "Maintenance tonight") {
+		t.Fatalf("alert list printed:\n%s", out)
+	}
+	if _, stderr := runCLI(t, dir, false, "alert", "publish", "--title", "x", "--priority", "urgent"); !strings.Contains(stderr, "priority: must be") {
+		t.Fatalf("a bad priority: %s", stderr)
+	}
+	if _, stderr := runCLI(t, dir, false, "alert", "publish", "--title", "x", "--expires-at", "2000-01-01T00:00:00Z"); !strings.Contains(stderr, "must be in the future") {
+		t.Fatalf("an expiry in the past: %s", stderr)
+	}
+	if out, _ := runCLI(t, dir, true, "alert", "delete", id); !strings.Contains(out, "deleted alert "+id) {
+		t.Fatalf("alert delete printed %q", out)
+	}
+	if _, body := srv.get(t, token, "/alerts"); strings.TrimSpace(body) != "[]" {
+		t.Fatalf("GET /alerts after delete: %s", body)
+	}
+	if _, stderr := runCLI(t, dir, false, "alert", "delete", id); !strings.Contains(stderr, "not found") {
+		t.Fatalf("deleting twice: %s", stderr)
+	}
+	srv.stop(t)
+
+	// No server: straight to the store, and a restarted server shows it.
+	id, _ = runCLI(t, dir, true, "alert", "publish", "--title", "Written offline")
+	srv = serve(t, dir)
+	if _, body := srv.get(t, token, "/alerts"); !strings.Contains(body, strings.TrimSpace(id)) {
+		t.Fatalf("an alert published while stopped: %s", body)
 	}
 }
 
@@ -324,6 +379,18 @@ func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
 	}
 	if _, stderr := run(false, "user", "add", "ops"); !strings.Contains(stderr, "taken") {
 		t.Fatalf("a taken name: %s", stderr)
+	}
+	alertID, _ := run(true, "alert", "publish", "--title", "Deployed", "--expires", "1h")
+	alertID = strings.TrimSpace(alertID)
+	if as, err := store.Alerts(t.Context(), time.Now()); err != nil || len(as) != 1 || as[0].ID != alertID {
+		t.Fatalf("alerts in the table: %+v, %v", as, err)
+	}
+	if out, _ := run(true, "alert", "list"); !strings.Contains(out, alertID) {
+		t.Fatalf("alert list: %s", out)
+	}
+	run(true, "alert", "delete", alertID)
+	if as, err := store.Alerts(t.Context(), time.Now()); err != nil || len(as) != 0 {
+		t.Fatalf("alerts in the table after delete: %+v, %v", as, err)
 	}
 	// Nothing was written locally.
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -22,9 +22,16 @@ Usage:
   sshdeck user add NAME [--admin] [--data DIR | --table TABLE]
   sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR | --table TABLE]
   sshdeck token revoke ID [--data DIR | --table TABLE]
+  sshdeck alert publish --title TITLE [--message TEXT] [--priority medium]
+        [--type info] [--expires 24h | --expires-at TIME]
+        [--action-url URL --action-text LABEL] [--data DIR | --table TABLE]
+  sshdeck alert list [--data DIR | --table TABLE]
+  sshdeck alert delete ID [--data DIR | --table TABLE]
 
 Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
-SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE. The admin commands
+SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE; serve also reads
+SSHDECK_RELEASES_REPO, SSHDECK_RELEASES_API_URL, SSHDECK_GITHUB_TOKEN and
+SSHDECK_ALERTS_URL. The admin commands
 work while serve runs: they go through its admin socket in the data
 directory. With --table they administer a deployment's DynamoDB table, with
 the AWS credentials of the environment.
@@ -60,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		cmd, rest = args[0], args[1:]
 	}
-	if len(rest) > 0 && (cmd == "user" || cmd == "token") {
+	if len(rest) > 0 && (cmd == "user" || cmd == "token" || cmd == "alert") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	var err error
@@ -73,6 +80,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = tokenCreateCommand(ctx, rest, stdout, stderr)
 	case "token revoke":
 		err = tokenRevokeCommand(ctx, rest, stdout, stderr)
+	case "alert publish":
+		err = alertPublishCommand(ctx, rest, stdout, stderr)
+	case "alert list":
+		err = alertListCommand(ctx, rest, stdout, stderr)
+	case "alert delete":
+		err = alertDeleteCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -52,7 +52,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	apiCfg.Authenticator = authn
 	apiServer := api.New(apiCfg)
-	admin := auth.NewAdmin(store, authn, nil)
+	admin := newStoreAdmin(store, authn)
 	token, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
 	if err != nil {
 		return fmt.Errorf("create the admin user: %w", err)
