@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/secret"
@@ -37,7 +38,28 @@ var replay = map[string]struct {
 	"get-host":    {http.StatusOK, map[string]int{"GetItem": 1}},
 	"create-host": {http.StatusCreated, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
 	"update-host": {http.StatusOK, map[string]int{"GetItem": 1, "PutItem": 1}},
-	"delete-host": {http.StatusOK, map[string]int{"DeleteItem": 1}},
+	// The host's entries go after it: a Query of them, one BatchWriteItem
+	// per 25.
+	"delete-host": {http.StatusOK, map[string]int{"DeleteItem": 1, "Query": 1, "BatchWriteItem": 1}},
+
+	// The host is read first, then its list (or the entry deleted).
+	"list-recent-files":  {http.StatusOK, map[string]int{"GetItem": 1, "Query": 1}},
+	"delete-recent-file": {http.StatusOK, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+	"list-shortcuts":     {http.StatusOK, map[string]int{"GetItem": 1, "Query": 1}},
+	"delete-shortcut":    {http.StatusOK, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+	// Adds check the host in their transaction: a recent entry, then a
+	// Query for the entries past 100; a shortcut after a Query counting
+	// the host's shortcuts.
+	"add-recent-file": {http.StatusOK, map[string]int{"TransactWriteItems": 1, "Query": 1}},
+	"add-shortcut":    {http.StatusOK, map[string]int{"Query": 1, "TransactWriteItems": 1}},
+
+	"list-alerts":   {http.StatusOK, map[string]int{"Query": 2}},
+	"dismiss-alert": {http.StatusOK, map[string]int{"Query": 1, "PutItem": 1}},
+	"publish-alert": {http.StatusCreated, map[string]int{"PutItem": 1}},
+	"delete-alert":  {http.StatusOK, map[string]int{"DeleteItem": 1}},
+
+	// A page not cached yet: read the cache, fetch, write the cache.
+	"releases-feed": {http.StatusOK, map[string]int{"GetItem": 1, "PutItem": 1}},
 }
 
 // TestFunctionsAnswerLikeTheLocalServer replays events/<route>.json through
@@ -82,7 +104,7 @@ func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
 				t.Fatalf("status: function %d, local %d, want %d\nfunction body: %s\nlocal body: %s", resp.StatusCode, rec.Code, want.status, resp.Body, rec.Body)
 			}
 			for _, h := range []string{"Content-Type", "ETag", "Location", "WWW-Authenticate"} {
-				if got, local := header(resp, h), rec.Header().Get(h); got != local {
+				if got, local := newAlertID.ReplaceAllString(header(resp, h), "<alert id>"), newAlertID.ReplaceAllString(rec.Header().Get(h), "<alert id>"); got != local {
 					t.Errorf("%s: function %q, local %q", h, got, local)
 				}
 			}
@@ -157,11 +179,12 @@ func localServer(t *testing.T) *api.Server {
 	}
 	sealer := secret.NewSealer(keyring)
 	seed(t, store, sealer)
-	return api.New(api.Config{
-		Hosts:         hosts.NewService(store, sealer, nil),
-		Ping:          store.Ping,
-		Authenticator: auth.NewAuthenticator(store, store, nil),
-	})
+	cfg, err := app.Config(store, sealer, app.SettingsFromEnv(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Authenticator = auth.NewAuthenticator(store, store, nil)
+	return api.New(cfg)
 }
 
 // requestOf is the HTTP request an event stands for.
@@ -205,8 +228,16 @@ func body(t *testing.T, resp events.APIGatewayProxyResponse) []byte {
 	return b
 }
 
-// normalize decodes a JSON body with its timestamps, which differ between
-// two runs of the same request, replaced once they are shown to be RFC 3339.
+// newAlertID matches the id of an alert published by a request: random, so
+// it differs between two runs of the same request.
+var newAlertID = regexp.MustCompile(`alr_[0-9a-f]{16}`)
+
+// timeFields are the fields whose timestamps are the time of the request.
+var timeFields = map[string]bool{"createdAt": true, "updatedAt": true, "lastOpened": true, "updated": true}
+
+// normalize decodes a JSON body with what differs between two runs of the
+// same request replaced: timestamps, once shown to be RFC 3339, and the ids
+// of new alerts.
 func normalize(t *testing.T, b []byte) any {
 	t.Helper()
 	var v any
@@ -218,7 +249,11 @@ func normalize(t *testing.T, b []byte) any {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				if s, ok := x.(string); ok && (k == "createdAt" || k == "updatedAt") {
+				if s, ok := x.(string); ok && k == "id" && newAlertID.MatchString(s) && !strings.HasPrefix(s, "alr_5eed") {
+					v[k] = "<alert id>"
+					continue
+				}
+				if s, ok := x.(string); ok && timeFields[k] {
 					if _, err := time.Parse(time.RFC3339, s); err != nil {
 						t.Errorf("%s %q is not RFC 3339", k, s)
 					}

@@ -184,7 +184,7 @@ func TestRemoteAlerts(t *testing.T) {
 		return fmt.Sprintf(`{"id":%q,"title":%q,"message":"m","priority":%q,"type":"warning","expiresAt":%q,"actionUrl":"","actionText":""}`,
 			id, title, priority, e.clock().Add(expiresIn).UTC().Format(time.RFC3339))
 	}
-	e.remote.set(200, "["+strings.Join([]string{
+	e.remote.Set(200, "["+strings.Join([]string{
 		remote("r-1", "Remote critical", "critical", 2*time.Hour),
 		remote("r-2", "Remote low", "low", 2*time.Hour),
 		remote("r-old", "Remote expired", "high", -time.Hour),
@@ -200,20 +200,20 @@ func TestRemoteAlerts(t *testing.T) {
 	if got := titles(e.alerts(e.alice)); got != "Published Remote low" {
 		t.Fatalf("alerts after dismissing r-1: %s", got)
 	}
-	if n := e.remote.callCount(); n != 1 {
+	if n := e.remote.Calls(); n != 1 {
 		t.Fatalf("the remote list was fetched %d times within 5 minutes, want 1", n)
 	}
 	// It fails: the cached list stays in use; once stale, the last good
 	// list is still served and the call still answers 200.
-	e.remote.set(500, `oops`)
+	e.remote.Set(500, `oops`)
 	e.advance(5*time.Minute + time.Second)
 	if got := titles(e.alerts(e.bob)); got != "Remote critical Published Remote low" {
 		t.Fatalf("alerts while the remote fails: %s", got)
 	}
-	if n := e.remote.callCount(); n != 2 {
+	if n := e.remote.Calls(); n != 2 {
 		t.Fatalf("remote fetched %d times, want 2 (a refetch once stale)", n)
 	}
-	e.remote.set(200, "["+remote("r-3", "Remote new", "high", time.Hour)+"]")
+	e.remote.Set(200, "["+remote("r-3", "Remote new", "high", time.Hour)+"]")
 	e.advance(time.Minute)
 	if got := titles(e.alerts(e.bob)); got != "Remote new Published" {
 		t.Fatalf("alerts once the remote is back: %s", got)
@@ -225,7 +225,7 @@ func TestRemoteAlerts(t *testing.T) {
 func TestRemoteAlertsDown(t *testing.T) {
 	e := newEnv(t)
 	e.publish("Published", "low", time.Hour)
-	e.remote.srv.Close()
+	e.remote.Close()
 	if got := titles(e.alerts(e.alice)); got != "Published" {
 		t.Fatalf("alerts with the remote down: %s", got)
 	}

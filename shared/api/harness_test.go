@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sshdeck/sshdeck/internal/openapitest"
+	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
@@ -48,8 +49,8 @@ type env struct {
 	alice        string // bearer tokens
 	bob          string
 	root         string
-	github       *fakeGitHub
-	remote       *fakeAlerts
+	github       *upstreamtest.GitHub
+	remote       *upstreamtest.Alerts
 	// now is the clock of every service; tests move it, never sleep.
 	mu  sync.Mutex
 	now time.Time
@@ -85,8 +86,8 @@ func newEnv(t testing.TB) *env {
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, e.clock)
 	e.hostsService = hosts.NewService(store, secret.NewSealer(keyring), nil)
-	e.github = startGitHub(t)
-	e.remote = startAlerts(t)
+	e.github = upstreamtest.StartGitHub(t)
+	e.remote = upstreamtest.StartAlerts(t)
 	e.handler = e.server().Router()
 	e.spec = openapitest.Load(t, "../../openapi.yaml")
 	e.alice = e.user("alice", false)
@@ -100,11 +101,11 @@ func newEnv(t testing.TB) *env {
 func (e *env) server() *api.Server {
 	e.t.Helper()
 	log := slog.New(slog.NewJSONHandler(e.logs, nil))
-	github, err := upstream.NewGitHub(upstream.GitHubConfig{BaseURL: e.github.srv.URL, Repo: "acme/deck", Now: e.clock})
+	github, err := upstream.NewGitHub(upstream.GitHubConfig{BaseURL: e.github.URL, Repo: "acme/deck", Now: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	list, err := upstream.NewAlertsList(e.remote.srv.URL, time.Second, nil)
+	list, err := upstream.NewAlertsList(e.remote.URL, time.Second, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestReleasesFeed(t *testing.T) {
 	if f.Cached || f.CacheAge != 0 || f.TotalCount != 4 || len(f.Items) != 4 || f.Page != 1 || f.PerPage != 20 {
 		t.Fatalf("first answer: cached %t age %d count %d items %d page %d/%d", f.Cached, f.CacheAge, f.TotalCount, len(f.Items), f.Page, f.PerPage)
 	}
-	if f.Feed.Title != "acme/deck releases" || f.Feed.Link != e.github.srv.URL+"/acme/deck/releases" || f.Feed.Updated.Before(fetched) {
+	if f.Feed.Title != "acme/deck releases" || f.Feed.Link != e.github.URL+"/acme/deck/releases" || f.Feed.Updated.Before(fetched) {
 		t.Fatalf("feed: %+v", f.Feed)
 	}
 	first := f.Items[0]
@@ -81,13 +81,13 @@ func TestReleasesFeed(t *testing.T) {
 	// Within 30 minutes the cache answers, with its age in seconds.
 	e.advance(90 * time.Second)
 	f = e.feed("?page=1&per_page=20")
-	if !f.Cached || f.CacheAge != 90 || e.github.callCount() != 1 {
-		t.Fatalf("second answer: cached %t age %d, GitHub called %d times", f.Cached, f.CacheAge, e.github.callCount())
+	if !f.Cached || f.CacheAge != 90 || e.github.Calls() != 1 {
+		t.Fatalf("second answer: cached %t age %d, GitHub called %d times", f.Cached, f.CacheAge, e.github.Calls())
 	}
 	// Past 30 minutes GitHub is asked again.
 	e.advance(30 * time.Minute)
-	if f = e.feed(""); f.Cached || f.CacheAge != 0 || e.github.callCount() != 2 {
-		t.Fatalf("after 30 minutes: cached %t age %d, GitHub called %d times", f.Cached, f.CacheAge, e.github.callCount())
+	if f = e.feed(""); f.Cached || f.CacheAge != 0 || e.github.Calls() != 2 {
+		t.Fatalf("after 30 minutes: cached %t age %d, GitHub called %d times", f.Cached, f.CacheAge, e.github.Calls())
 	}
 }
 
@@ -108,16 +108,16 @@ func TestReleasesPaging(t *testing.T) {
 		{"?page=99999999999999999999", "page=1&per_page=20", 1, 20, 4},
 		{"?page=3&per_page=1", "page=3&per_page=1", 3, 1, 1},
 	} {
-		before := e.github.callCount()
+		before := e.github.Calls()
 		f := e.feed(tc.query)
 		if f.Page != tc.page || f.PerPage != tc.perPage || len(f.Items) != tc.items || f.TotalCount != tc.items {
 			t.Errorf("%q: page %d per_page %d with %d items (total_count %d), want %d %d %d", tc.query, f.Page, f.PerPage, len(f.Items), f.TotalCount, tc.page, tc.perPage, tc.items)
 		}
-		if fetched := e.github.callCount() > before; fetched != !f.Cached {
+		if fetched := e.github.Calls() > before; fetched != !f.Cached {
 			t.Errorf("%q: cached %t but GitHub fetched %t", tc.query, f.Cached, fetched)
 		}
-		if fetched := e.github.callCount() > before; fetched && !sameQuery(e.github.lastQuery(), tc.asked) {
-			t.Errorf("%q: GitHub was asked %q, want %q", tc.query, e.github.lastQuery(), tc.asked)
+		if fetched := e.github.Calls() > before; fetched && !sameQuery(e.github.LastQuery(), tc.asked) {
+			t.Errorf("%q: GitHub was asked %q, want %q", tc.query, e.github.LastQuery(), tc.asked)
 		}
 	}
 }
@@ -139,7 +139,7 @@ func sameQuery(got, want string) bool {
 func TestReleasesUpstreamFails(t *testing.T) {
 	e := newEnv(t)
 	e.feed("")
-	e.github.fail(500, `{"message":"Server Error"}`)
+	e.github.Fail(500, `{"message":"Server Error"}`)
 	e.advance(2 * time.Hour)
 	f := e.feed("")
 	if !f.Cached || f.CacheAge != 7200 || len(f.Items) != 4 {
@@ -155,7 +155,7 @@ func TestReleasesUpstreamFails(t *testing.T) {
 		t.Fatalf("a week later: %d %s", resp.Status, resp.Body)
 	}
 	// GitHub that does not answer at all.
-	e.github.srv.Close()
+	e.github.Close()
 	if resp := e.get(e.alice, "/releases/rss?page=3"); resp.Status != http.StatusBadGateway || !strings.Contains(string(resp.Body), "GitHub could not be reached") {
 		t.Fatalf("GitHub unreachable: %d %s", resp.Status, resp.Body)
 	}
@@ -179,23 +179,23 @@ func TestReleasesRateLimited(t *testing.T) {
 			e := newEnv(t)
 			e.feed("")
 			e.advance(31 * time.Minute)
-			e.github.fail(tc.status, `{"message":"API rate limit exceeded for 127.0.0.1.","documentation_url":"https://docs.github.com/rest/rate-limit"}`, tc.header(e.clock())...)
+			e.github.Fail(tc.status, `{"message":"API rate limit exceeded for 127.0.0.1.","documentation_url":"https://docs.github.com/rest/rate-limit"}`, tc.header(e.clock())...)
 			if f := e.feed(""); !f.Cached || f.CacheAge != 31*60 {
 				t.Fatalf("rate limited: cached %t age %d", f.Cached, f.CacheAge)
 			}
-			calls := e.github.callCount()
+			calls := e.github.Calls()
 			e.advance(5 * time.Minute)
-			if f := e.feed(""); !f.Cached || e.github.callCount() != calls {
-				t.Fatalf("within the limit's window: cached %t, GitHub called %d more times", f.Cached, e.github.callCount()-calls)
+			if f := e.feed(""); !f.Cached || e.github.Calls() != calls {
+				t.Fatalf("within the limit's window: cached %t, GitHub called %d more times", f.Cached, e.github.Calls()-calls)
 			}
 			resp := e.get(e.alice, "/releases/rss?page=2")
-			if resp.Status != http.StatusBadGateway || !strings.Contains(string(resp.Body), "rate limit") || e.github.callCount() != calls {
+			if resp.Status != http.StatusBadGateway || !strings.Contains(string(resp.Body), "rate limit") || e.github.Calls() != calls {
 				t.Fatalf("uncached page within the window: %d %s", resp.Status, resp.Body)
 			}
-			e.github.fail(0, "")
+			e.github.Fail(0, "")
 			e.advance(6 * time.Minute)
-			if f := e.feed(""); f.Cached || e.github.callCount() != calls+1 {
-				t.Fatalf("after the limit lifted: cached %t, GitHub called %d more times", f.Cached, e.github.callCount()-calls)
+			if f := e.feed(""); f.Cached || e.github.Calls() != calls+1 {
+				t.Fatalf("after the limit lifted: cached %t, GitHub called %d more times", f.Cached, e.github.Calls()-calls)
 			}
 		})
 	}
@@ -207,8 +207,8 @@ func TestReleasesCacheShared(t *testing.T) {
 	e := newEnv(t)
 	e.feed("")
 	e.handler = e.server().Router()
-	if f := e.feed(""); !f.Cached || e.github.callCount() != 1 {
-		t.Fatalf("another instance: cached %t, GitHub called %d times", f.Cached, e.github.callCount())
+	if f := e.feed(""); !f.Cached || e.github.Calls() != 1 {
+		t.Fatalf("another instance: cached %t, GitHub called %d times", f.Cached, e.github.Calls())
 	}
 }
 

@@ -1,4 +1,9 @@
-package api_test
+// Package upstreamtest serves, on loopback, the upstream services sshdeck
+// reads: a GitHub releases API for the repository acme/deck with four
+// releases, and a remote alerts list. Tests point SSHDECK_RELEASES_API_URL
+// and SSHDECK_ALERTS_URL (or the clients' settings) at them, and make them
+// fail as the real services do.
+package upstreamtest
 
 import (
 	"encoding/json"
@@ -9,11 +14,13 @@ import (
 	"testing"
 )
 
-// fakeGitHub speaks GitHub's releases API for the repository acme/deck:
+// GitHub speaks GitHub's releases API for the repository acme/deck:
 // GET /repos/acme/deck/releases?page=&per_page= answers the releases of
 // that page, or what the test set instead (an error status with GitHub's
 // headers and body).
-type fakeGitHub struct {
+type GitHub struct {
+	// URL is the API's base.
+	URL string
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -24,8 +31,9 @@ type fakeGitHub struct {
 	body     string // …with this body
 }
 
-func startGitHub(t testing.TB) *fakeGitHub {
-	g := &fakeGitHub{}
+// StartGitHub serves the API until the test ends.
+func StartGitHub(t testing.TB) *GitHub {
+	g := &GitHub{}
 	for i := 1; i <= 3; i++ {
 		g.releases = append(g.releases, map[string]any{
 			"id": 1000 + i, "node_id": "RE_x", "tag_name": "v1." + strconv.Itoa(i) + ".0",
@@ -47,11 +55,12 @@ func startGitHub(t testing.TB) *fakeGitHub {
 		"published_at": nil, "draft": true, "prerelease": true, "assets": []any{},
 	})
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
+	g.URL = g.srv.URL
 	t.Cleanup(g.srv.Close)
 	return g
 }
 
-func (g *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if r.URL.Path != "/repos/acme/deck/releases" || r.Header.Get("Accept") != "application/vnd.github+json" {
@@ -77,8 +86,9 @@ func (g *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(g.releases[from:to])
 }
 
-// fail makes GitHub answer status with the headers and body; 0 heals it.
-func (g *fakeGitHub) fail(status int, body string, header ...string) {
+// Fail makes GitHub answer status with the headers (name, value, …) and
+// body; status 0 heals it.
+func (g *GitHub) Fail(status int, body string, header ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.status, g.body, g.header = status, body, http.Header{}
@@ -87,14 +97,15 @@ func (g *fakeGitHub) fail(status int, body string, header ...string) {
 	}
 }
 
-// callCount returns how many requests the releases endpoint had.
-func (g *fakeGitHub) callCount() int {
+// Calls returns how many requests the releases endpoint had.
+func (g *GitHub) Calls() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.calls)
 }
 
-func (g *fakeGitHub) lastQuery() string {
+// LastQuery returns the query string of the last request.
+func (g *GitHub) LastQuery() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.calls) == 0 {
@@ -103,8 +114,13 @@ func (g *fakeGitHub) lastQuery() string {
 	return g.calls[len(g.calls)-1]
 }
 
-// fakeAlerts is a remote alerts list: a JSON array, or a failure.
-type fakeAlerts struct {
+// Close stops answering: GitHub cannot be reached.
+func (g *GitHub) Close() { g.srv.Close() }
+
+// Alerts is a remote alerts list: a JSON array ([] at first), or a failure.
+type Alerts struct {
+	// URL is the list's address.
+	URL string
 	srv *httptest.Server
 
 	mu     sync.Mutex
@@ -113,8 +129,9 @@ type fakeAlerts struct {
 	calls  int
 }
 
-func startAlerts(t testing.TB) *fakeAlerts {
-	a := &fakeAlerts{body: "[]", status: http.StatusOK}
+// StartAlerts serves the list until the test ends.
+func StartAlerts(t testing.TB) *Alerts {
+	a := &Alerts{body: "[]", status: http.StatusOK}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -123,18 +140,24 @@ func startAlerts(t testing.TB) *fakeAlerts {
 		w.WriteHeader(a.status)
 		w.Write([]byte(a.body))
 	}))
+	a.URL = a.srv.URL
 	t.Cleanup(a.srv.Close)
 	return a
 }
 
-func (a *fakeAlerts) set(status int, body string) {
+// Set makes the list answer status with body.
+func (a *Alerts) Set(status int, body string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.status, a.body = status, body
 }
 
-func (a *fakeAlerts) callCount() int {
+// Calls returns how many requests the list had.
+func (a *Alerts) Calls() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.calls
 }
+
+// Close stops answering: the list cannot be reached.
+func (a *Alerts) Close() { a.srv.Close() }
