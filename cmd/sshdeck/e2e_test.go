@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 )
@@ -333,6 +334,9 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if err := os.Symlink(binary, filepath.Join(dir, "bin", "sshdeck")); err != nil {
 		t.Fatal(err)
 	}
+	// The feed's repository, on a GitHub served here: CI has no internet.
+	t.Setenv("SSHDECK_RELEASES_REPO", "acme/deck")
+	t.Setenv("SSHDECK_RELEASES_API_URL", upstreamtest.StartGitHub(t).URL)
 	srv := serve(t, dir)
 	script = strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.url)
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
@@ -341,7 +345,15 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatalf("walk-through failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"created host 1", `"tags":["prod","eu"]`, "\n412\n", `{"message":"SSH host deleted"}`, "\n404\n"} {
+	for _, want := range []string{
+		"created host 1", `"tags":["prod","eu"]`, "\n412\n", `{"message":"SSH host deleted"}`, "\n404\n400\n",
+		`{"message":"File added to recent"}`, `{"message":"Shortcut added"}`,
+		`[{"name":"nginx.conf","path":"/etc/nginx/nginx.conf","isSSH":true,"sshSessionId":"","hostId":1,`,
+		`[{"name":"nginx","path":"/var/log/nginx/"`,
+		`"title":"Maintenance tonight"`, `"priority":"high"`, `{"message":"Alert dismissed"}` + "\n[]\n",
+		`"title":"acme/deck releases"`, `"total_count":2,"page":1,"per_page":2,"cached":false,"cache_age":0}`,
+		`"per_page":2,"cached":true,`,
+	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
 		}
