@@ -10,7 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sshdeck/sshdeck/internal/dynamotest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 )
@@ -33,6 +35,34 @@ func mustCreateHosts(t *testing.T, s *dynamo.Store, owner string, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// newEntry returns an entry of kind at path, opened (and created) now.
+func newEntry(owner string, hostID int64, kind sshdeck.FileKind, path string) *sshdeck.FileEntry {
+	e := &sshdeck.FileEntry{Owner: owner, HostID: hostID, Kind: kind, Path: path, Name: path, CreatedAt: time.Now()}
+	if kind == sshdeck.RecentFile {
+		e.LastOpened = e.CreatedAt
+	}
+	return e
+}
+
+// wantAdded turns AddShortcut's answer into an error when added is not
+// want.
+func wantAdded(added bool, err error) func(want bool) error {
+	return func(want bool) error {
+		if err == nil && added != want {
+			err = fmt.Errorf("AddShortcut: added %t, want %t", added, want)
+		}
+		return err
+	}
+}
+
+func newAlert(id string, now time.Time) *sshdeck.Alert {
+	return &sshdeck.Alert{ID: id, Title: "Maintenance", ExpiresAt: now.Add(time.Hour), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning, CreatedAt: now}
+}
+
+func newCacheEntry(k string, now time.Time) *sshdeck.CacheEntry {
+	return &sshdeck.CacheEntry{Key: k, Value: []byte("feed"), StoredAt: now, KeepUntil: now.Add(time.Hour)}
 }
 
 // TestCallCounts pins the DynamoDB calls of each store method, in the order
@@ -75,10 +105,60 @@ func TestCallCounts(t *testing.T) {
 		{"UpdateHost", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, "", map[string]int{"PutItem": 1}},
 		{"UpdateHost stale", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, sshdeck.Conflict, map[string]int{"PutItem": 1, "GetItem": 1}},
 		{"UpdateHost absent", func() error { return s.UpdateHost(ctx, newHost("alice", 99, 2)) }, sshdeck.NotFound, map[string]int{"PutItem": 1, "GetItem": 1}},
+		{"PutRecentFile", func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 2)
+		}, "", map[string]int{"TransactWriteItems": 1, "Query": 1}},
+		{"PutRecentFile again", func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/b"), 2)
+		}, "", map[string]int{"TransactWriteItems": 1, "Query": 1}},
+		{"PutRecentFile beyond keep", func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/c"), 2)
+		}, "", map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+		{"PutRecentFile on an absent host", func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 99, sshdeck.RecentFile, "/a"), 2)
+		}, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1}},
+		{"AddShortcut", func() error {
+			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 2))(true)
+		}, "", map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		{"AddShortcut again", func() error {
+			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 2))(false)
+		}, "", map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		{"AddShortcut on an absent host", func() error {
+			_, err := s.AddShortcut(ctx, newEntry("alice", 99, sshdeck.Shortcut, "/s"), 2)
+			return err
+		}, sshdeck.NotFound, map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		{"AddShortcut at max", func() error {
+			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/t"), 1)
+			return err
+		}, sshdeck.Conflict, map[string]int{"Query": 1, "GetItem": 1}},
+		{"AddShortcut at max, again", func() error {
+			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 1))(false)
+		}, "", map[string]int{"Query": 1, "GetItem": 1}},
+		{"Files", func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err }, "", map[string]int{"Query": 1}},
+		{"DeleteFile", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.RecentFile, "/c") }, "", map[string]int{"DeleteItem": 1}},
+		{"DeleteFile absent", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.RecentFile, "/c") }, sshdeck.NotFound, map[string]int{"DeleteItem": 1}},
 		{"DeleteHost at another version", func() error { return s.DeleteHost(ctx, "alice", 1, 1) }, sshdeck.Conflict, map[string]int{"DeleteItem": 1, "GetItem": 1}},
-		{"DeleteHost at its version", func() error { return s.DeleteHost(ctx, "alice", 1, 2) }, "", map[string]int{"DeleteItem": 1}},
-		{"DeleteHost at any version", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, "", map[string]int{"DeleteItem": 1}},
+		// Host 1 has a recent entry and a shortcut, host 2 none.
+		{"DeleteHost at its version, with entries", func() error { return s.DeleteHost(ctx, "alice", 1, 2) }, "", map[string]int{"DeleteItem": 1, "Query": 1, "BatchWriteItem": 1}},
+		{"DeleteHost at any version, without entries", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, "", map[string]int{"DeleteItem": 1, "Query": 1}},
 		{"DeleteHost absent", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, sshdeck.NotFound, map[string]int{"DeleteItem": 1}},
+		{"CreateAlert", func() error { return s.CreateAlert(ctx, newAlert("alr_1", now)) }, "", map[string]int{"PutItem": 1}},
+		{"CreateAlert of an existing id", func() error { return s.CreateAlert(ctx, newAlert("alr_1", now)) }, sshdeck.Conflict, map[string]int{"PutItem": 1}},
+		{"Alerts", func() error { _, err := s.Alerts(ctx, now); return err }, "", map[string]int{"Query": 1}},
+		{"DismissAlert", func() error {
+			return s.DismissAlert(ctx, &sshdeck.Dismissal{UserID: "u-1", AlertID: "alr_1", At: now, Until: now.Add(time.Hour)})
+		}, "", map[string]int{"PutItem": 1}},
+		{"Dismissals", func() error { _, err := s.Dismissals(ctx, "u-1", now); return err }, "", map[string]int{"Query": 1}},
+		{"DeleteAlert", func() error { return s.DeleteAlert(ctx, "alr_1") }, "", map[string]int{"DeleteItem": 1}},
+		{"DeleteAlert absent", func() error { return s.DeleteAlert(ctx, "alr_1") }, sshdeck.NotFound, map[string]int{"DeleteItem": 1}},
+		{"PutCacheEntry", func() error { return s.PutCacheEntry(ctx, newCacheEntry("k", now)) }, "", map[string]int{"PutItem": 1}},
+		{"PutCacheEntry too large", func() error {
+			e := newCacheEntry("k", now)
+			e.Value = make([]byte, sshdeck.MaxCacheValue+1)
+			return s.PutCacheEntry(ctx, e)
+		}, sshdeck.TooLarge, map[string]int{}},
+		{"CacheEntry", func() error { _, err := s.CacheEntry(ctx, "k", now); return err }, "", map[string]int{"GetItem": 1}},
+		{"CacheEntry absent", func() error { _, err := s.CacheEntry(ctx, "other", now); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()
@@ -141,6 +221,90 @@ func TestPagination(t *testing.T) {
 	if len(users) != 5 || len(tokens) != 5 {
 		t.Errorf("got %d users and %d tokens, want 5 of each", len(users), len(tokens))
 	}
+
+	// The trim of recent entries reads them all: it keeps 3 of 5, not of the
+	// first page's 2. Files returns them all.
+	start := time.Now()
+	for i := range 5 {
+		e := newEntry("alice", 1, sshdeck.RecentFile, fmt.Sprintf("/r%d", i))
+		e.LastOpened = start.Add(time.Duration(i) * time.Minute)
+		if err := s.PutRecentFile(ctx, e, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(filePaths(recent)); got != "[/r4 /r3 /r2]" {
+		t.Errorf("recent entries after 5 puts keeping 3: got %s, want [/r4 /r3 /r2]", got)
+	}
+	// AddShortcut counts them all: the sixth of at most 5 is refused.
+	for i := range 5 {
+		if added, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, fmt.Sprintf("/s%d", i)), 5); err != nil || !added {
+			t.Fatalf("AddShortcut %d of 5: got %t, %v", i, added, err)
+		}
+	}
+	_, err = s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s5"), 5)
+	if code := sshdeck.ErrorCode(err); code != sshdeck.Conflict {
+		t.Errorf("AddShortcut 6 of 5: got %v, want a conflict", err)
+	}
+	if shortcuts, err := s.Files(ctx, "alice", 1, sshdeck.Shortcut); err != nil || len(shortcuts) != 5 {
+		t.Errorf("shortcuts: got %d, %v; want 5", len(shortcuts), err)
+	}
+
+	// DeleteHost takes 50 entries: every page of them, 25 per batch.
+	plain := dynamo.New(srv.Client, srv.Table)
+	for i := range 30 {
+		if err := plain.PutRecentFile(ctx, newEntry("alice", 2, sshdeck.RecentFile, fmt.Sprintf("/r%d", i)), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := plain.AddShortcut(ctx, newEntry("alice", 2, sshdeck.Shortcut, fmt.Sprintf("/s%d", i)), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.ResetCalls()
+	if err := s.DeleteHost(ctx, "alice", 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	// 25 full pages of 2, then an empty one: a full page may not be the
+	// last. Two full batches: not 3 of fewer, not 1 of more.
+	want := map[string]int{"DeleteItem": 1, "Query": 26, "BatchWriteItem": 2}
+	if got := srv.Calls(); !maps.Equal(got, want) {
+		t.Errorf("DeleteHost of a host with 50 entries: got calls %v, want %v", got, want)
+	}
+	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000002#"); n != 0 {
+		t.Errorf("DeleteHost left %d of its 50 entries", n)
+	}
+	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000001#"); n != 8 {
+		t.Errorf("host 1 has %d entries after deleting host 2, want 8", n)
+	}
+}
+
+func filePaths(es []*sshdeck.FileEntry) []string {
+	var ps []string
+	for _, e := range es {
+		ps = append(ps, e.Path)
+	}
+	return ps
+}
+
+// countItems counts the items of a partition whose sort key begins with
+// prefix, straight from the table.
+func countItems(t *testing.T, srv *dynamotest.Server, pk, prefix string) int {
+	t.Helper()
+	out, err := srv.Client.Query(t.Context(), &dynamodb.QueryInput{
+		TableName:                 &srv.Table,
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :prefix)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: pk}, ":prefix": &types.AttributeValueMemberS{Value: prefix}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(out.Count)
 }
 
 // reads records whether each read asked for strong consistency, which
@@ -162,13 +326,21 @@ func (r *reads) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...fu
 
 // TestConsistentReads checks that every read of the base table is strongly
 // consistent, so that a write is seen by the next request: only Ping (which
-// reads nothing) and Tokens (an index cannot be read consistently) are not.
+// reads nothing), Tokens (an index cannot be read consistently) and
+// CacheEntry (a cache may be a moment stale) are not.
 func TestConsistentReads(t *testing.T) {
 	ctx := t.Context()
 	_, srv := start(t)
 	r := &reads{API: srv.Client}
 	s := dynamo.New(r, srv.Table)
-	mustCreateHosts(t, s, "alice", 1)
+	mustCreateHosts(t, s, "alice", 2)
+	// Host 2 has an entry of each kind for DeleteHost to query and delete.
+	if err := s.PutRecentFile(ctx, newEntry("alice", 2, sshdeck.RecentFile, "/r"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddShortcut(ctx, newEntry("alice", 2, sshdeck.Shortcut, "/s"), 1); err != nil {
+		t.Fatal(err)
+	}
 	calls := map[string]func() error{
 		"User":        func() error { _, err := s.User(ctx, "u-1"); return err },
 		"UserByName":  func() error { _, err := s.UserByName(ctx, "alice"); return err },
@@ -180,6 +352,31 @@ func TestConsistentReads(t *testing.T) {
 		"CreateHost":  func() error { return s.CreateHost(ctx, newHost("alice", 1, 1)) },
 		"UpdateHost":  func() error { return s.UpdateHost(ctx, newHost("alice", 1, 5)) },
 		"DeleteHost":  func() error { return s.DeleteHost(ctx, "alice", 1, 5) },
+		"DeleteHost with entries": func() error {
+			// The query after the delete, which must see every entry.
+			if err := s.DeleteHost(ctx, "alice", 2, 0); err != nil || len(r.consistent) != 1 {
+				t.Errorf("DeleteHost with entries: got %v after %d reads, want success after 1", err, len(r.consistent))
+			}
+			return nil
+		},
+		"PutRecentFile": func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 1)
+		},
+		"AddShortcut": func() error {
+			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/a"), 1)
+			return err
+		},
+		"AddShortcut at max": func() error {
+			// The count and the read of the entry.
+			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/b"), 0)
+			if sshdeck.ErrorCode(err) != sshdeck.Conflict || len(r.consistent) != 2 {
+				t.Errorf("AddShortcut at max: got %v after %d reads, want a conflict after 2", err, len(r.consistent))
+			}
+			return nil
+		},
+		"Files":      func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
+		"Alerts":     func() error { _, err := s.Alerts(ctx, time.Now()); return err },
+		"Dismissals": func() error { _, err := s.Dismissals(ctx, "u-1", time.Now()); return err },
 	}
 	for name, read := range calls {
 		r.consistent = nil
@@ -187,5 +384,17 @@ func TestConsistentReads(t *testing.T) {
 		if len(r.consistent) == 0 || slices.Contains(r.consistent, false) {
 			t.Errorf("%s: reads' ConsistentRead: %v, want all true", name, r.consistent)
 		}
+	}
+
+	// The cache's one read is eventually consistent: half the read units.
+	if err := s.PutCacheEntry(ctx, newCacheEntry("k", time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	r.consistent = nil
+	if _, err := s.CacheEntry(ctx, "k", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.consistent, []bool{false}) {
+		t.Errorf("CacheEntry: reads' ConsistentRead: %v, want one eventually consistent read", r.consistent)
 	}
 }

@@ -148,7 +148,8 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 }
 
 // DeleteHost removes the owner's host, at any version when version is 0:
-// one DeleteItem, plus a GetItem when a versioned delete is refused.
+// one DeleteItem, plus a GetItem when a versioned delete is refused; then
+// its file-manager entries: a Query, plus a BatchWriteItem per 25 entries.
 func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version int64) error {
 	in := &dynamodb.DeleteItemInput{
 		TableName:                &s.table,
@@ -161,13 +162,18 @@ func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version 
 		in.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":version": num(version)}
 	}
-	// The cascade of the host's file-manager entries (a later issue) goes
-	// here: they are to live at FILE#<padded id>#... in the owner's
-	// partition, and go with the host, in one TransactWriteItems with this
-	// delete while they are few (at most 99 besides it), else page by page
-	// after it.
+	// The host goes first, its entries after it. Every write of an entry is
+	// a transaction with a check that the host exists (hostCheck), so once
+	// the delete has succeeded no entry can appear, and the consistent
+	// query after it sees every entry there is: none is left behind, however
+	// many there are (a transaction would hold 99 besides the host, fewer
+	// than a host may have). Should the process stop in between, the
+	// entries left belong to a host id that is never reused and that every
+	// file route checks first: they are unreachable, and cost their bytes.
 	_, err := s.client.DeleteItem(ctx, in)
 	switch {
+	case err == nil:
+		return wrap("delete host", s.deleteFiles(ctx, owner, id))
 	case !conditionFailed(err):
 		return wrap("delete host", err)
 	case version > 0:

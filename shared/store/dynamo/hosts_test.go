@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -123,6 +124,16 @@ func TestCancelledContext(t *testing.T) {
 		"NextHostID":  func() error { _, err := s.NextHostID(ctx, "alice"); return err },
 		"CreateHost":  func() error { return s.CreateHost(ctx, newHost("alice", 1, 1)) },
 		"TokenByHash": func() error { _, err := s.TokenByHash(ctx, "h"); return err },
+		"PutRecentFile": func() error {
+			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 1)
+		},
+		"AddShortcut": func() error {
+			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/a"), 1)
+			return err
+		},
+		"Files":      func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
+		"Alerts":     func() error { _, err := s.Alerts(ctx, time.Now()); return err },
+		"CacheEntry": func() error { _, err := s.CacheEntry(ctx, "k", time.Now()); return err },
 	} {
 		if err := call(); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: got %v, want context.Canceled", name, err)

@@ -1,6 +1,8 @@
 package dynamo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"strconv"
@@ -8,10 +10,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Attribute names of the table's keys, of its one index and of the token
-// items' TTL. Records' own attributes are named by their json tags.
+// Attribute names of the table's keys, of its one index and of the items'
+// TTL. Records' own attributes are named by their json tags.
 const (
 	attrPK     = "pk"
 	attrSK     = "sk"
@@ -25,9 +29,10 @@ const (
 )
 
 // key is an item's primary key. Partitions are named KIND#value (but for
-// USERNAMES, the one partition of every user's name), and the sort keys
-// within an owner's partition KIND#rest, so that a query selects one kind by
-// prefix and a new kind never shows up in an existing query.
+// USERNAMES and ALERTS, the one partition of every user's name and of every
+// alert), and the sort keys within an owner's or a user's partition
+// KIND#rest, so that a query selects one kind by prefix and a new kind never
+// shows up in an existing query.
 type key struct{ pk, sk string }
 
 func (k key) attrs() map[string]types.AttributeValue {
@@ -56,7 +61,7 @@ func tokenIDKey(id string) key { return key{"TOKENID#" + id, "TOKENID"} }
 func ownerPK(owner string) string { return "OWNER#" + owner }
 
 // hostSKPrefix starts the sort key of every host item and of nothing else:
-// the host's file-manager entries (a later issue) are to go under FILE#<id>#.
+// the host's file-manager entries are under FILE#<id>#.
 const hostSKPrefix = "HOST#"
 
 // hostKey pads the id to the 19 digits of the largest int64, so that the
@@ -77,6 +82,71 @@ type hostSeq struct {
 
 // attrSeq is hostSeq.Last's attribute, for update expressions.
 const attrSeq = "n"
+
+// fileHostPrefix starts the sort key of every file-manager entry of a host,
+// both kinds: what DeleteHost deletes with it. The id is padded as in
+// hostKey, and the # after it keeps host 1's prefix from selecting host 10's.
+func fileHostPrefix(id int64) string { return fmt.Sprintf("FILE#%019d#", id) }
+
+// fileKindPrefix starts the sort key of a host's entries of one kind: what
+// Files, the trim of recent entries and the count of shortcuts query.
+func fileKindPrefix(id int64, kind sshdeck.FileKind) (string, error) {
+	switch kind {
+	case sshdeck.RecentFile:
+		return fileHostPrefix(id) + "RECENT#", nil
+	case sshdeck.Shortcut:
+		return fileHostPrefix(id) + "SHORTCUT#", nil
+	}
+	return "", fmt.Errorf("unknown file kind %q", kind)
+}
+
+// fileKey is an entry's key, in its host's partition. A path may be 4096
+// characters of up to 3 bytes, over the 1024 bytes of a sort key, so the key
+// holds its SHA-256 (in hex: no dot, see README.md) and the item the path.
+func fileKey(owner string, id int64, kind sshdeck.FileKind, path string) (key, error) {
+	prefix, err := fileKindPrefix(id, kind)
+	if err != nil {
+		return key{}, err
+	}
+	sum := sha256.Sum256([]byte(path))
+	return key{ownerPK(owner), prefix + hex.EncodeToString(sum[:])}, nil
+}
+
+// alertsPK is the partition of every published alert: Alerts reads them all
+// at once, and they are few.
+const alertsPK = "ALERTS"
+
+// alertSKPrefix starts the sort key of every alert, ordered by id.
+const alertSKPrefix = "ALERT#"
+
+func alertKey(id string) key { return key{alertsPK, alertSKPrefix + id} }
+
+// dismissalSKPrefix starts the sort key of a user's dismissals, in the
+// user's partition beside the user item (sk USER), ordered by alert id.
+const dismissalSKPrefix = "DISMISSED#"
+
+func dismissalKey(userID, alertID string) key {
+	return key{userKey(userID).pk, dismissalSKPrefix + alertID}
+}
+
+// cacheKey is a cache entry's own partition: entries are read one by one.
+func cacheKey(k string) key { return key{"CACHE#" + k, "CACHE"} }
+
+// expiryTTL returns the epoch seconds at which DynamoDB's TTL may purge an
+// item that means nothing after t, and false for the zero time. TTL purges
+// within days, not at once: reads still compare t with now.
+func expiryTTL(t time.Time) (types.AttributeValue, bool) {
+	if t.IsZero() {
+		return nil, false
+	}
+	return num(t.Unix()), true
+}
+
+// keyRow decodes the key of an item read with a projection of pk and sk.
+type keyRow struct {
+	PK string `json:"pk"`
+	SK string `json:"sk"`
+}
 
 // tokenGSI1SKPrefix starts the gsi1 sort key of tokens, which share the
 // index partition USER#<user id> with whatever user-scoped list comes later.

@@ -1,6 +1,8 @@
 package dynamo_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -233,6 +235,112 @@ func TestEmptyAndNil(t *testing.T) {
 	for _, name := range []string{"tags", "tunnelConnections", "sealed"} {
 		if _, ok := item[name]; ok {
 			t.Errorf("the item of a host with empty %s stores it: %v", name, item[name])
+		}
+	}
+}
+
+// TestFileItems checks the items of file-manager entries: in the host's
+// partition, at the SHA-256 of the path (which may be longer than a sort
+// key), with the path and the rest as attributes.
+func TestFileItems(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	mustCreateHosts(t, s, "alice", 1)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	path := "/srv/" + strings.Repeat("é", 4090)
+	recent := &sshdeck.FileEntry{
+		Owner: "alice", HostID: 1, Kind: sshdeck.RecentFile, Path: path, Name: "é",
+		IsSSH: true, SSHSessionID: "sess-1", CreatedAt: at, LastOpened: at.Add(time.Minute),
+	}
+	if err := s.PutRecentFile(ctx, recent, 100); err != nil {
+		t.Fatal(err)
+	}
+	shortcut := &sshdeck.FileEntry{Owner: "alice", HostID: 1, Kind: sshdeck.Shortcut, Path: "/etc", Name: "etc", CreatedAt: at}
+	if _, err := s.AddShortcut(ctx, shortcut, 100); err != nil {
+		t.Fatal(err)
+	}
+
+	sum := sha256.Sum256([]byte(path))
+	item := rawItem(t, srv, "OWNER#alice", "FILE#0000000000000000001#RECENT#"+hex.EncodeToString(sum[:]))
+	for name, want := range map[string]string{
+		"owner": "S:alice", "hostId": "N:1", "kind": "S:recent", "path": "S:" + path, "name": "S:é",
+		"isSSH": "BOOL:true", "sshSessionId": "S:sess-1",
+		"createdAt": "S:2025-03-14T13:09:26.535Z", "lastOpened": "S:2025-03-14T13:10:26.535Z", "ttl": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("recent entry's %s: got %.80s, want %.80s", name, got, want)
+		}
+	}
+	sum = sha256.Sum256([]byte("/etc"))
+	item = rawItem(t, srv, "OWNER#alice", "FILE#0000000000000000001#SHORTCUT#"+hex.EncodeToString(sum[:]))
+	for name, want := range map[string]string{
+		"kind": "S:shortcut", "path": "S:/etc", "isSSH": "BOOL:false", "sshSessionId": "S:",
+		"createdAt": "S:2025-03-14T13:09:26.535Z", "lastOpened": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("shortcut's %s: got %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestAlertItems checks an alert, in the ALERTS partition, and a dismissal,
+// in its user's: both carry ttl, their expiry, for DynamoDB's TTL.
+func TestAlertItems(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	a := &sshdeck.Alert{
+		ID: "alr_1", Title: "Maintenance", Message: "Soon.", ExpiresAt: at.Add(time.Hour),
+		Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning, ActionURL: "https://example.com", ActionText: "More",
+		CreatedAt: at,
+	}
+	if err := s.CreateAlert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "ALERTS", "ALERT#alr_1")
+	for name, want := range map[string]string{
+		"id": "S:alr_1", "title": "S:Maintenance", "message": "S:Soon.", "priority": "S:high", "type": "S:warning",
+		"actionUrl": "S:https://example.com", "actionText": "S:More",
+		"expiresAt": "S:2025-03-14T16:09:26.535Z", "createdAt": "S:2025-03-14T15:09:26.535Z",
+		"ttl": fmt.Sprintf("N:%d", a.ExpiresAt.Unix()),
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("alert's %s: got %s, want %s", name, got, want)
+		}
+	}
+
+	d := &sshdeck.Dismissal{UserID: "u-1", AlertID: "alr_1", At: at, Until: a.ExpiresAt}
+	if err := s.DismissAlert(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "USER#u-1", "DISMISSED#alr_1")
+	for name, want := range map[string]string{
+		"userId": "S:u-1", "alertId": "S:alr_1", "at": "S:2025-03-14T15:09:26.535Z",
+		"until": "S:2025-03-14T16:09:26.535Z", "ttl": fmt.Sprintf("N:%d", d.Until.Unix()),
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("dismissal's %s: got %s, want %s", name, got, want)
+		}
+	}
+}
+
+// TestCacheItem checks a cache entry: its own partition, the value as
+// Binary, ttl its KeepUntil.
+func TestCacheItem(t *testing.T) {
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	e := &sshdeck.CacheEntry{Key: "releases/o/r.js/1/20", Value: []byte{0x1f, 0x8b, 0x00}, StoredAt: at, KeepUntil: at.Add(24 * time.Hour)}
+	if err := s.PutCacheEntry(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "CACHE#releases/o/r.js/1/20", "CACHE")
+	for name, want := range map[string]string{
+		"key": "S:releases/o/r.js/1/20", "value": "B:1f8b00",
+		"storedAt": "S:2025-03-14T15:09:26.535Z", "keepUntil": "S:2025-03-15T15:09:26.535Z",
+		"ttl": fmt.Sprintf("N:%d", e.KeepUntil.Unix()),
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("cache entry's %s: got %s, want %s", name, got, want)
 		}
 	}
 }

@@ -48,7 +48,7 @@ func TestRouteCalls(t *testing.T) {
 		{"authorizer, cache miss", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{"GetItem": 2}},
 		{"authorizer, cache hit", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{}},
 		{"update-host, If-Match", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, anyVersion); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", rec.ID, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", rec.ID, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1, "Query": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()

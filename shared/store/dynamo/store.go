@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -16,9 +17,10 @@ import (
 )
 
 // API is the part of *dynamodb.Client the store uses. In IAM terms a
-// TransactWriteItems is the PutItem and UpdateItem of its items, so a role
-// needs at most GetItem, PutItem, UpdateItem, DeleteItem and Query (README.md
-// lists them per route).
+// TransactWriteItems is the PutItem, UpdateItem and ConditionCheckItem of its
+// items, so a role needs at most GetItem, PutItem, UpdateItem, DeleteItem,
+// ConditionCheckItem, Query and BatchWriteItem (README.md lists them per
+// route).
 type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -26,6 +28,7 @@ type API interface {
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 }
 
 // Store is the sshdeck.Store over a DynamoDB table made by CreateTable (or
@@ -36,6 +39,9 @@ type Store struct {
 	// pageSize caps the items of one Query page; 0 leaves DynamoDB's 1 MB
 	// pages. Tests lower it to exercise pagination with a few items.
 	pageSize int32
+	// backoff is the first wait before resending unprocessed batch writes;
+	// 0 is batchBackoff. Tests lower it to run out of attempts quickly.
+	backoff time.Duration
 }
 
 var _ sshdeck.Store = (*Store)(nil)
@@ -108,6 +114,57 @@ func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]*T,
 		}
 	}
 	return out, nil
+}
+
+// exists reports whether an item has the key: a strongly consistent GetItem
+// that returns the key only.
+func (s *Store) exists(ctx context.Context, k key) (bool, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                &s.table,
+		Key:                      k.attrs(),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#pk"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil {
+		return false, err
+	}
+	return out.Item != nil, nil
+}
+
+// prefixQuery is a strongly consistent query of the sort keys of partition
+// pk that begin with prefix. Callers may add a projection, naming its
+// attributes in ExpressionAttributeNames.
+func prefixQuery(pk, prefix string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(pk), ":prefix": str(prefix),
+		},
+		ConsistentRead: aws.Bool(true),
+	}
+}
+
+// count returns how many items in matches, page after page: Select COUNT
+// reads the items (and costs their read units) but returns none. (minidyn
+// ignores Select and answers the items too; Count is right either way.)
+func (s *Store) count(ctx context.Context, in *dynamodb.QueryInput) (int, error) {
+	in.TableName = &s.table
+	in.Select = types.SelectCount
+	if s.pageSize > 0 {
+		in.Limit = &s.pageSize
+	}
+	n := 0
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += int(page.Count)
+	}
+	return n, nil
 }
 
 // putNew is a put of the item only if no item has its key.

@@ -1,0 +1,250 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Attributes of sshdeck.FileEntry that the writes of entries name.
+const (
+	attrCreatedAt  = "createdAt"
+	attrLastOpened = "lastOpened"
+	attrPath       = "path"
+)
+
+// hostCheck is the condition of every write of an entry: its host exists.
+// In the same transaction as the write, it makes the write and DeleteHost
+// exclusive: an entry is written while its host is there, or not at all, so
+// DeleteHost's query after its delete sees every entry it must take.
+func (s *Store) hostCheck(owner string, id int64) *types.ConditionCheck {
+	return &types.ConditionCheck{
+		TableName:                &s.table,
+		Key:                      hostKey(owner, id).attrs(),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+}
+
+// PutRecentFile writes e over the entry at its path, keeping that entry's
+// createdAt, in one transaction with a check that the host exists; then
+// trimRecent deletes what is beyond keep: a TransactWriteItems and a Query
+// (and a BatchWriteItem per 25 entries dropped).
+func (s *Store) PutRecentFile(ctx context.Context, e *sshdeck.FileEntry, keep int) error {
+	if e.Kind != sshdeck.RecentFile {
+		return fmt.Errorf("dynamo: put recent file: kind %q is not %q", e.Kind, sshdeck.RecentFile)
+	}
+	k, err := fileKey(e.Owner, e.HostID, e.Kind, e.Path)
+	if err != nil {
+		return wrap("put recent file", err)
+	}
+	attrs, err := marshal(e)
+	if err != nil {
+		return wrap("put recent file", err)
+	}
+	update := replaceKeepingCreated(attrs)
+	update.TableName, update.Key = &s.table, k.attrs()
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: s.hostCheck(e.Owner, e.HostID)},
+			{Update: update},
+		},
+	})
+	if failedItem(err) == 0 {
+		return hostNotFound(e.HostID)
+	}
+	if err != nil {
+		return wrap("put recent file", err)
+	}
+	return wrap("put recent file", s.trimRecent(ctx, e.Owner, e.HostID, keep))
+}
+
+// replaceKeepingCreated is the update that makes an entry's item hold attrs:
+// SET each one, but createdAt only if the item has none (a re-added path
+// keeps when it was first added), and REMOVE lastOpened when attrs have
+// none (a zero time), as a put would. An update rather than a put with a
+// read before it: one call, and no read to race.
+func replaceKeepingCreated(attrs map[string]types.AttributeValue) *types.Update {
+	names := map[string]string{}
+	values := map[string]types.AttributeValue{}
+	var set []string
+	for i, name := range slices.Sorted(maps.Keys(attrs)) {
+		n, v := fmt.Sprintf("#a%d", i), fmt.Sprintf(":a%d", i)
+		names[n], values[v] = name, attrs[name]
+		if name == attrCreatedAt {
+			set = append(set, fmt.Sprintf("%s = if_not_exists(%s, %s)", n, n, v))
+		} else {
+			set = append(set, n+" = "+v)
+		}
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if _, ok := attrs[attrLastOpened]; !ok {
+		names["#lastOpened"] = attrLastOpened
+		expr += " REMOVE #lastOpened"
+	}
+	return &types.Update{
+		UpdateExpression:          &expr,
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+}
+
+// fileRow is a recent entry as trimRecent reads it: its sort key, to delete
+// it, and the attributes the order of Files needs.
+type fileRow struct {
+	SK string `json:"sk"`
+	sshdeck.FileEntry
+}
+
+// trimRecent deletes the host's recent entries beyond the first keep in the
+// order of Files: one consistent Query of them (sort key, path and
+// lastOpened only) and, when there are more than keep, deleteAll.
+//
+// Two trims at once delete the same entries, which is harmless. A trim
+// cannot tell an entry re-added since its query from the old one, and may
+// delete it: the re-added path is then missing from the list, not wrong in
+// it, and the next add of it brings it back.
+func (s *Store) trimRecent(ctx context.Context, owner string, id int64, keep int) error {
+	prefix, err := fileKindPrefix(id, sshdeck.RecentFile)
+	if err != nil {
+		return err
+	}
+	in := prefixQuery(ownerPK(owner), prefix)
+	in.ProjectionExpression = aws.String("#sk, #path, #lastOpened")
+	in.ExpressionAttributeNames["#path"] = attrPath
+	in.ExpressionAttributeNames["#lastOpened"] = attrLastOpened
+	rows, err := query[fileRow](ctx, s, in)
+	keep = max(keep, 0)
+	if err != nil || len(rows) <= keep {
+		return err
+	}
+	es := make([]*sshdeck.FileEntry, len(rows))
+	sks := make(map[*sshdeck.FileEntry]string, len(rows))
+	for i, r := range rows {
+		es[i] = &r.FileEntry
+		sks[es[i]] = r.SK
+	}
+	sshdeck.SortFiles(es, sshdeck.RecentFile)
+	keys := make([]key, 0, len(es)-keep)
+	for _, e := range es[keep:] {
+		keys = append(keys, key{ownerPK(owner), sks[e]})
+	}
+	return s.deleteAll(ctx, keys)
+}
+
+// AddShortcut counts the host's shortcuts (a consistent Query, Select
+// COUNT). Below limit, it puts e only if its path is free, in one
+// transaction with a check that the host exists: Query and
+// TransactWriteItems. At limit, a consistent GetItem tells a path already
+// there (no-op) from a new one (Conflict): Query and GetItem.
+//
+// The count and the put are not one transaction (no transaction counts), so
+// concurrent adds to a host one below the limit may all succeed and pass it
+// by a few: the limit bounds what a host costs, not an exact number.
+func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, limit int) (bool, error) {
+	if e.Kind != sshdeck.Shortcut {
+		return false, fmt.Errorf("dynamo: add shortcut: kind %q is not %q", e.Kind, sshdeck.Shortcut)
+	}
+	k, err := fileKey(e.Owner, e.HostID, e.Kind, e.Path)
+	if err != nil {
+		return false, wrap("add shortcut", err)
+	}
+	prefix, err := fileKindPrefix(e.HostID, e.Kind)
+	if err != nil {
+		return false, wrap("add shortcut", err)
+	}
+	n, err := s.count(ctx, prefixQuery(ownerPK(e.Owner), prefix))
+	if err != nil {
+		return false, wrap("add shortcut", err)
+	}
+	if n >= limit {
+		found, err := s.exists(ctx, k)
+		switch {
+		case err != nil:
+			return false, wrap("add shortcut", err)
+		case found:
+			return false, nil
+		}
+		return false, sshdeck.Errorf(sshdeck.Conflict, "host %d has %d shortcuts, the most it may have; delete one first", e.HostID, limit)
+	}
+	attrs, err := marshal(e)
+	if err != nil {
+		return false, wrap("add shortcut", err)
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: s.hostCheck(e.Owner, e.HostID)},
+			{Put: s.putNew(k.with(attrs))},
+		},
+	})
+	switch failedItem(err) {
+	case 0:
+		return false, hostNotFound(e.HostID)
+	case 1:
+		return false, nil // the path is a shortcut already, left as it is
+	}
+	if err != nil {
+		return false, wrap("add shortcut", err)
+	}
+	return true, nil
+}
+
+// Files returns the entries of one kind of the owner's host: a consistent
+// Query of their prefix, every page, put in order by sshdeck.SortFiles (the
+// sort keys hold a hash of the path, in no useful order).
+func (s *Store) Files(ctx context.Context, owner string, hostID int64, kind sshdeck.FileKind) ([]*sshdeck.FileEntry, error) {
+	prefix, err := fileKindPrefix(hostID, kind)
+	if err != nil {
+		return nil, wrap("files", err)
+	}
+	es, err := query[sshdeck.FileEntry](ctx, s, prefixQuery(ownerPK(owner), prefix))
+	if err != nil {
+		return nil, wrap("files", err)
+	}
+	sshdeck.SortFiles(es, kind)
+	return es, nil
+}
+
+// DeleteFile removes one entry: one DeleteItem conditioned on the entry
+// existing. The NotFound message leaves the path out: it may be 4096
+// characters long.
+func (s *Store) DeleteFile(ctx context.Context, owner string, hostID int64, kind sshdeck.FileKind, path string) error {
+	k, err := fileKey(owner, hostID, kind, path)
+	if err != nil {
+		return wrap("delete file", err)
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                &s.table,
+		Key:                      k.attrs(),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if conditionFailed(err) {
+		return sshdeck.Errorf(sshdeck.NotFound, "no %s entry with that path on host %d", kind, hostID)
+	}
+	return wrap("delete file", err)
+}
+
+// deleteFiles deletes every entry of the host, both kinds: a consistent
+// Query of their keys, every page, and deleteAll.
+func (s *Store) deleteFiles(ctx context.Context, owner string, id int64) error {
+	in := prefixQuery(ownerPK(owner), fileHostPrefix(id))
+	in.ProjectionExpression = aws.String("#pk, #sk")
+	rows, err := query[keyRow](ctx, s, in)
+	if err != nil {
+		return err
+	}
+	keys := make([]key, len(rows))
+	for i, r := range rows {
+		keys[i] = key{r.PK, r.SK}
+	}
+	return s.deleteAll(ctx, keys)
+}
