@@ -6,7 +6,6 @@ package alerts
 import (
 	"cmp"
 	"context"
-	"net/url"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -20,9 +19,6 @@ const (
 	MaxMessage    = 4000
 	MaxActionURL  = 2048
 	MaxActionText = 64
-	// MaxAlertID bounds an alert id a client names; remote ids are held
-	// to it too (shared/upstream).
-	MaxAlertID = 128
 )
 
 // Remote is a remote list of alerts. It never fails: a remote that does not
@@ -124,8 +120,8 @@ func (s *Service) Dismiss(ctx context.Context, userID, alertID string) error {
 	if alertID == "" {
 		return sshdeck.Errorf(sshdeck.Invalid, "alertId is required")
 	}
-	if len(alertID) > MaxAlertID {
-		return sshdeck.Errorf(sshdeck.Invalid, "alertId: at most %d bytes", MaxAlertID)
+	if len(alertID) > sshdeck.MaxAlertID {
+		return sshdeck.Errorf(sshdeck.Invalid, "alertId: at most %d bytes", sshdeck.MaxAlertID)
 	}
 	now := s.now()
 	all, err := s.all(ctx, now)
@@ -192,7 +188,7 @@ func check(a *sshdeck.Alert, now time.Time) error {
 		return sshdeck.Errorf(sshdeck.Invalid, "type: must be info, warning, error or success")
 	case len(a.ActionURL) > MaxActionURL:
 		return sshdeck.Errorf(sshdeck.Invalid, "actionUrl: at most %d bytes", MaxActionURL)
-	case a.ActionURL != "" && !WebURL(a.ActionURL):
+	case a.ActionURL != "" && !sshdeck.WebURL(a.ActionURL):
 		return sshdeck.Errorf(sshdeck.Invalid, "actionUrl: must be an absolute http or https URL")
 	case utf8.RuneCountInString(a.ActionText) > MaxActionText:
 		return sshdeck.Errorf(sshdeck.Invalid, "actionText: at most %d characters", MaxActionText)
@@ -200,10 +196,4 @@ func check(a *sshdeck.Alert, now time.Time) error {
 		return sshdeck.Errorf(sshdeck.Invalid, "actionText: needs an actionUrl to act on")
 	}
 	return nil
-}
-
-// WebURL reports whether s is an absolute http or https URL with a host.
-func WebURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

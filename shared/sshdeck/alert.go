@@ -2,8 +2,20 @@ package sshdeck
 
 import (
 	"context"
+	"net/url"
 	"time"
 )
+
+// MaxAlertID is the longest alert id, in bytes: the id is stored with every
+// user's dismissal of the alert.
+const MaxAlertID = 128
+
+// WebURL reports whether s is an absolute http or https URL, the only links
+// an alert may offer (a javascript: link in a UI would run script).
+func WebURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == ""
+}
 
 // Alert is a notice shown to every user until it expires or the user
 // dismisses it. Alerts are published by an admin (and stored) or come from

@@ -20,9 +20,6 @@ const (
 	// MaxAlertsBody is the largest alerts list read: a list of notices to
 	// show every user is small.
 	MaxAlertsBody = 1 << 20
-	// MaxAlertID is the longest alert id kept, in bytes: the id is stored
-	// with every user's dismissal.
-	MaxAlertID = 128
 )
 
 // AlertsList reads a list of alerts published at a URL, so that operators
@@ -130,7 +127,7 @@ func (l *AlertsList) Fetch(ctx context.Context) (alerts []sshdeck.Alert, dropped
 }
 
 // item decodes one item of the list and reports whether it is a valid
-// alert: an id of 1 to MaxAlertID bytes, a title, an expiry, a known
+// alert: an id of 1 to sshdeck.MaxAlertID bytes, a title, an expiry, a known
 // priority (medium when absent) and type (info when absent), and an action
 // URL, when there is one, that is absolute http(s) so that a link in the UI
 // cannot run script.
@@ -156,21 +153,15 @@ func item(raw json.RawMessage) (sshdeck.Alert, bool) {
 		a.Type = sshdeck.AlertInfo
 	}
 	switch {
-	case a.ID == "" || len(a.ID) > MaxAlertID,
+	case a.ID == "" || len(a.ID) > sshdeck.MaxAlertID,
 		strings.TrimSpace(a.Title) == "",
 		a.ExpiresAt.IsZero(),
 		a.Priority.Rank() == 0,
 		!a.Type.Valid(),
-		a.ActionURL != "" && !webURL(a.ActionURL):
+		a.ActionURL != "" && !sshdeck.WebURL(a.ActionURL):
 		return sshdeck.Alert{}, false
 	}
 	return a, true
-}
-
-// webURL reports whether s is an absolute http(s) URL.
-func webURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Opaque == ""
 }
 
 // failed wraps an error of sending or reading, saying so when it is this
