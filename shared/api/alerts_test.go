@@ -6,21 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-type alert struct {
-	ID         string    `json:"id"`
-	Title      string    `json:"title"`
-	Message    string    `json:"message"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-	Priority   string    `json:"priority"`
-	Type       string    `json:"type"`
-	ActionURL  string    `json:"actionUrl"`
-	ActionText string    `json:"actionText"`
-}
-
 // publish publishes an alert as root, expiring in the given time.
-func (e *env) publish(title, priority string, expiresIn time.Duration) alert {
+func (e *env) publish(title, priority string, expiresIn time.Duration) *sshdeck.Alert {
 	e.t.Helper()
 	resp := e.sendJSON("POST", e.root, "/alerts", map[string]any{
 		"title": title, "message": "About " + title, "priority": priority,
@@ -29,26 +20,26 @@ func (e *env) publish(title, priority string, expiresIn time.Duration) alert {
 	if resp.Status != http.StatusCreated {
 		e.t.Fatalf("publish %s: %d %s", title, resp.Status, resp.Body)
 	}
-	var a alert
+	var a sshdeck.Alert
 	resp.json(e.t, &a)
 	if resp.Header.Get("Location") != "/alerts/"+a.ID {
 		e.t.Fatalf("Location %q for alert %s", resp.Header.Get("Location"), a.ID)
 	}
-	return a
+	return &a
 }
 
-func (e *env) alerts(token string) []alert {
+func (e *env) alerts(token string) []*sshdeck.Alert {
 	e.t.Helper()
 	resp := e.get(token, "/alerts")
 	if resp.Status != http.StatusOK {
 		e.t.Fatalf("GET /alerts: %d %s", resp.Status, resp.Body)
 	}
-	var as []alert
+	var as []*sshdeck.Alert
 	resp.json(e.t, &as)
 	return as
 }
 
-func titles(as []alert) string {
+func titles(as []*sshdeck.Alert) string {
 	var ts []string
 	for _, a := range as {
 		ts = append(ts, a.Title)
@@ -65,9 +56,9 @@ func TestAlerts(t *testing.T) {
 		"title": "Upgrade", "message": "Version 2 is out.", "expiresAt": e.clock().Add(48 * time.Hour).Format(time.RFC3339),
 		"type": "success", "actionUrl": "https://example.com/v2", "actionText": "Read more", "id": "mine", "createdAt": "2000-01-01T00:00:00Z",
 	})
-	var full alert
+	var full sshdeck.Alert
 	resp.json(t, &full)
-	if resp.Status != 201 || !strings.HasPrefix(full.ID, "alr_") || full.Priority != "medium" || full.Type != "success" || full.ActionText != "Read more" {
+	if resp.Status != 201 || !strings.HasPrefix(full.ID, "alr_") || full.Priority != "medium" || full.Type != "success" || full.ActionText != "Read more" || full.CreatedAt.Year() == 2000 {
 		t.Fatalf("publish with defaults: %d %s", resp.Status, resp.Body)
 	}
 	low := e.publish("Low", "low", 2*time.Hour)

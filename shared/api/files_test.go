@@ -7,27 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// fileEntry is an entry as the API answers it.
-type fileEntry struct {
-	Name         string    `json:"name"`
-	Path         string    `json:"path"`
-	IsSSH        bool      `json:"isSSH"`
-	SSHSessionID string    `json:"sshSessionId"`
-	HostID       int64     `json:"hostId"`
-	CreatedAt    time.Time `json:"createdAt"`
-	LastOpened   time.Time `json:"lastOpened"`
-}
-
-func (e *env) listFiles(token, list, query string) []fileEntry {
+func (e *env) listFiles(token, list, query string) []*files.Entry {
 	e.t.Helper()
 	resp := e.get(token, "/ssh/file_manager/"+list+"?"+query)
 	if resp.Status != http.StatusOK {
 		e.t.Fatalf("GET %s?%s: %d %s", list, query, resp.Status, resp.Body)
 	}
-	var entries []fileEntry
+	var entries []*files.Entry
 	resp.json(e.t, &entries)
 	return entries
 }
@@ -40,7 +30,7 @@ func (e *env) addFile(token, list string, body map[string]any, wantMessage strin
 	}
 }
 
-func entryPaths(es []fileEntry) string {
+func entryPaths(es []*files.Entry) string {
 	var ps []string
 	for _, e := range es {
 		ps = append(ps, e.Path)

@@ -22,13 +22,8 @@ func (s *Store) CreateAlert(ctx context.Context, a *sshdeck.Alert) error {
 	if ttl, ok := expiryTTL(a.ExpiresAt); ok {
 		item[attrTTL] = ttl
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                &s.table,
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	})
-	if conditionFailed(err) {
+	exists, err := s.putIfAbsent(ctx, item)
+	if exists {
 		return sshdeck.Errorf(sshdeck.Conflict, "alert %s exists", a.ID)
 	}
 	return wrap("create alert", err)

@@ -83,13 +83,8 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
 			return wrap("create host", err)
 		}
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                &s.table,
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	})
-	if conditionFailed(err) {
+	exists, err := s.putIfAbsent(ctx, item)
+	if exists {
 		return hostExists(h.ID)
 	}
 	return wrap("create host", err)

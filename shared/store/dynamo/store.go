@@ -177,6 +177,22 @@ func (s *Store) putNew(item map[string]types.AttributeValue) *types.Put {
 	}
 }
 
+// putIfAbsent puts item only if no item has its key (one PutItem), and
+// reports whether one had.
+func (s *Store) putIfAbsent(ctx context.Context, item map[string]types.AttributeValue) (exists bool, err error) {
+	put := s.putNew(item)
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                put.TableName,
+		Item:                     put.Item,
+		ConditionExpression:      put.ConditionExpression,
+		ExpressionAttributeNames: put.ExpressionAttributeNames,
+	})
+	if conditionFailed(err) {
+		return true, nil
+	}
+	return false, err
+}
+
 // conditionFailed reports whether a single-item write failed its condition.
 func conditionFailed(err error) bool {
 	_, ok := errors.AsType[*types.ConditionalCheckFailedException](err)
