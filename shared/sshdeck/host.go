@@ -118,6 +118,7 @@ type Store interface {
 	FileStore
 	AlertStore
 	CacheStore
+	TunnelStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	Close() error

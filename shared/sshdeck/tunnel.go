@@ -1,0 +1,175 @@
+package sshdeck
+
+import (
+	"context"
+	"time"
+)
+
+// TunnelState is where a tunnel is in its life.
+type TunnelState string
+
+const (
+	TunnelConnecting   TunnelState = "connecting"
+	TunnelConnected    TunnelState = "connected"
+	TunnelRetrying     TunnelState = "retrying" // redialling after a failure
+	TunnelWaiting      TunnelState = "waiting"  // between a failure and the next retry
+	TunnelFailed       TunnelState = "failed"
+	TunnelDisconnected TunnelState = "disconnected"
+)
+
+// Active reports whether a replica is running a tunnel in this state.
+func (s TunnelState) Active() bool {
+	switch s {
+	case TunnelConnecting, TunnelConnected, TunnelRetrying, TunnelWaiting:
+		return true
+	}
+	return false
+}
+
+// TunnelError classifies why a tunnel failed or is retrying.
+type TunnelError string
+
+const (
+	TunnelErrAuthentication TunnelError = "authentication"
+	TunnelErrHostKey        TunnelError = "host_key"
+	TunnelErrNetwork        TunnelError = "network"
+	TunnelErrTimeout        TunnelError = "timeout"
+	TunnelErrPortConflict   TunnelError = "port_conflict"
+	TunnelErrForbidden      TunnelError = "forbidden"
+	TunnelErrUnknown        TunnelError = "unknown"
+)
+
+// TunnelHop is one SSH host of a tunnel (the source or the endpoint), its
+// credentials aside.
+type TunnelHop struct {
+	IP       string   `json:"ip"`
+	SSHPort  int      `json:"sshPort"`
+	Username string   `json:"username"`
+	Auth     AuthType `json:"authMethod"` // AuthPassword or AuthKey
+	KeyType  string   `json:"keyType"`
+	// HostKey pins the host's key (a SHA256: fingerprint or an
+	// authorized_keys line); empty trusts the first key seen (KnownHost).
+	HostKey string `json:"hostKey,omitempty"`
+}
+
+// TunnelSpec is what a connect request asks for, its credentials aside:
+// connections to the endpoint's 127.0.0.1:EndpointPort are carried to the
+// source's 127.0.0.1:SourcePort.
+type TunnelSpec struct {
+	HostName     string    `json:"hostName"`
+	Source       TunnelHop `json:"source"`
+	Endpoint     TunnelHop `json:"endpoint"`
+	SourcePort   int       `json:"sourcePort"`
+	EndpointPort int       `json:"endpointPort"`
+	// MaxRetries is how many consecutive failures are retried (0: none).
+	MaxRetries int `json:"maxRetries"`
+	// RetryInterval is the pause before a retry.
+	RetryInterval time.Duration `json:"retryInterval"`
+	// AutoStart tunnels are started again whenever the service starts, and
+	// taken over by another replica when theirs dies.
+	AutoStart bool `json:"autoStart"`
+	IsPinned  bool `json:"isPinned"`
+}
+
+// TunnelCredentials are a tunnel's secrets in plaintext, in memory only:
+// every store receives SealedTunnelCredentials.
+type TunnelCredentials struct {
+	Source   Credentials
+	Endpoint Credentials
+}
+
+// SealedTunnelCredentials are TunnelCredentials sealed field by field.
+type SealedTunnelCredentials struct {
+	Source   SealedCredentials `json:"source"`
+	Endpoint SealedCredentials `json:"endpoint"`
+}
+
+// TunnelStatus is what a tunnel's runner last reported.
+type TunnelStatus struct {
+	State TunnelState `json:"state"`
+	// RetryCount is the number of consecutive failures so far.
+	RetryCount int `json:"retryCount"`
+	// NextRetryAt is when the next attempt starts (state waiting).
+	NextRetryAt time.Time `json:"nextRetryAt,omitzero"`
+	// Reason says what happened last, for people; it never holds a
+	// credential.
+	Reason         string      `json:"reason"`
+	Error          TunnelError `json:"errorType,omitempty"`
+	RetryExhausted bool        `json:"retryExhausted"`
+	// ManualDisconnect is set when a user disconnected or cancelled it.
+	ManualDisconnect bool      `json:"manualDisconnect"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+}
+
+// TunnelLease says which service replica runs a tunnel, until when. A
+// replica renews its leases by heartbeat; an expired lease may be taken.
+type TunnelLease struct {
+	Holder string    `json:"holder,omitempty"`
+	Until  time.Time `json:"until,omitzero"`
+}
+
+// Tunnel is a tunnel record as stored. Generation starts at 1 and grows by
+// one on every write of the spec or of Run (connect, disconnect, cancel);
+// it guards those writes as Host.Version does, and tells a running replica
+// that the tunnel changed under it.
+type Tunnel struct {
+	Owner      string                  `json:"owner"`
+	Name       string                  `json:"name"`
+	Generation int64                   `json:"generation"`
+	Spec       TunnelSpec              `json:"spec"`
+	Sealed     SealedTunnelCredentials `json:"sealed"`
+	// Run is the wanted state: a replica should run the tunnel. Disconnect
+	// and cancel clear it.
+	Run       bool         `json:"run"`
+	Status    TunnelStatus `json:"status"`
+	Lease     TunnelLease  `json:"lease"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+}
+
+// KnownHost is the host key first seen at an address by one owner's
+// tunnels; every later connection there must present the same key.
+type KnownHost struct {
+	Owner string `json:"owner"`
+	// Addr is the host and SSH port as the tunnel names them ("10.0.0.5:22").
+	Addr string `json:"addr"`
+	// Key is the public key in authorized_keys format.
+	Key       string    `json:"key"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// TunnelStore persists tunnels, their leases and the owners' known hosts.
+// Tunnels are scoped to their owner and named uniquely within it.
+type TunnelStore interface {
+	// PutTunnel stores t (spec, credentials, Run, status, timestamps) if
+	// the stored tunnel's generation is t.Generation-1, where 0 means the
+	// tunnel must be absent; Conflict otherwise. The stored lease is kept
+	// whatever t.Lease says.
+	PutTunnel(ctx context.Context, t *Tunnel) error
+	// Tunnel returns the owner's tunnel; NotFound when absent.
+	Tunnel(ctx context.Context, owner, name string) (*Tunnel, error)
+	// Tunnels returns the owner's tunnels ordered by name.
+	Tunnels(ctx context.Context, owner string) ([]*Tunnel, error)
+	// RunnableTunnels returns every owner's tunnels whose Run is set,
+	// ordered by owner then name: the work replicas share out.
+	RunnableTunnels(ctx context.Context) ([]*Tunnel, error)
+	// SetTunnelStatus replaces the tunnel's status if its generation is gen
+	// and holder holds its lease (expired or not); Conflict otherwise, so
+	// that a replica that lost the tunnel cannot overwrite the status of
+	// the one that runs it. NotFound when absent.
+	SetTunnelStatus(ctx context.Context, owner, name string, gen int64, holder string, st *TunnelStatus) error
+	// AcquireTunnelLease makes holder the lease holder until `until` if the
+	// lease is free, already holder's, or expired at now, and returns the
+	// tunnel as stored after it. Renewing is acquiring again. Conflict when
+	// another holder's lease is in force; NotFound when absent.
+	AcquireTunnelLease(ctx context.Context, owner, name, holder string, now, until time.Time) (*Tunnel, error)
+	// ReleaseTunnelLease frees the lease if holder holds it, and does
+	// nothing otherwise (absent tunnel included).
+	ReleaseTunnelLease(ctx context.Context, owner, name, holder string) error
+	// KnownHost returns the key the owner's tunnels saw first at addr;
+	// NotFound when none.
+	KnownHost(ctx context.Context, owner, addr string) (*KnownHost, error)
+	// AddKnownHost stores k; Conflict when the owner knows addr already
+	// (the first key wins, so concurrent first connections agree).
+	AddKnownHost(ctx context.Context, k *KnownHost) error
+}
