@@ -12,7 +12,7 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request, caller sshde
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, visible)
+	WriteJSON(w, http.StatusOK, visible)
 	return nil
 }
 
@@ -22,19 +22,19 @@ type dismissal struct {
 
 func (s *Server) dismissAlert(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	var d dismissal
-	if err := decodeBody(w, r, &d); err != nil {
+	if err := DecodeBody(w, r, &d); err != nil {
 		return err
 	}
 	if err := s.cfg.Alerts.Dismiss(r.Context(), caller.UserID, d.AlertID); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, message{"Alert dismissed"})
+	WriteJSON(w, http.StatusOK, message{"Alert dismissed"})
 	return nil
 }
 
 func (s *Server) publishAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
 	var in alerts.Input
-	if err := decodeBody(w, r, &in); err != nil {
+	if err := DecodeBody(w, r, &in); err != nil {
 		return err
 	}
 	a, err := s.cfg.Alerts.Publish(r.Context(), &in)
@@ -42,7 +42,7 @@ func (s *Server) publishAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.
 		return err
 	}
 	w.Header().Set("Location", "/alerts/"+a.ID)
-	writeJSON(w, http.StatusCreated, a)
+	WriteJSON(w, http.StatusCreated, a)
 	return nil
 }
 
@@ -50,6 +50,6 @@ func (s *Server) deleteAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.P
 	if err := s.cfg.Alerts.Delete(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, message{"Alert deleted"})
+	WriteJSON(w, http.StatusOK, message{"Alert deleted"})
 	return nil
 }

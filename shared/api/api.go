@@ -104,27 +104,12 @@ func (s *Server) Handler(name string) http.Handler {
 // contract's error body. Every response goes through the request middleware.
 func (s *Server) mux(rs ...routes.Route) http.Handler {
 	mux := http.NewServeMux()
+	methods := make([]string, 0, len(rs))
 	for _, r := range rs {
 		mux.Handle(r.Method+" "+r.Path, s.route(r))
+		methods = append(methods, r.Method)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		var allow []string
-		for _, route := range rs {
-			probe := r.Clone(r.Context())
-			probe.Method = route.Method
-			if _, pattern := mux.Handler(probe); pattern != "/" && !slices.Contains(allow, route.Method) {
-				allow = append(allow, route.Method)
-			}
-		}
-		if len(allow) == 0 {
-			s.writeError(w, r, sshdeck.Errorf(sshdeck.NotFound, "no route for %s %s", r.Method, r.URL.Path))
-			return
-		}
-		for _, m := range allow {
-			w.Header().Add("Allow", m)
-		}
-		s.writeError(w, r, sshdeck.Errorf(sshdeck.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
-	})
+	mux.Handle("/", Fallback(mux, methods, s.log))
 	return s.withRequest(mux)
 }
 
@@ -164,4 +149,28 @@ func (s *Server) caller(r *http.Request) (sshdeck.Principal, error) {
 		return p, nil
 	}
 	return sshdeck.Principal{}, sshdeck.Errorf(sshdeck.Unauthorized, "missing bearer token: send Authorization: Bearer <token>")
+}
+
+// Fallback answers what no pattern of mux serves: 405 with Allow when the
+// path is served with another of the methods, else 404, both in the
+// contract's error body. Register it on mux as "/".
+func Fallback(mux *http.ServeMux, methods []string, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, method := range methods {
+			probe := r.Clone(r.Context())
+			probe.Method = method
+			if _, pattern := mux.Handler(probe); pattern != "/" && !slices.Contains(allow, method) {
+				allow = append(allow, method)
+			}
+		}
+		if len(allow) == 0 {
+			WriteError(w, r, log, sshdeck.Errorf(sshdeck.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+			return
+		}
+		for _, m := range allow {
+			w.Header().Add("Allow", m)
+		}
+		WriteError(w, r, log, sshdeck.Errorf(sshdeck.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+	})
 }

@@ -43,8 +43,8 @@ func decodeHostInput(w http.ResponseWriter, r *http.Request) (*hosts.Input, erro
 	return nil, sshdeck.Errorf(sshdeck.UnsupportedMediaType, "Content-Type must be application/json or multipart/form-data")
 }
 
-// decodeBody reads a JSON body (application/json only) into v.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+// DecodeBody reads a JSON body (application/json only) into v.
+func DecodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mediaType != "application/json" {
 		return sshdeck.Errorf(sshdeck.UnsupportedMediaType, "Content-Type must be application/json")
 	}

@@ -19,14 +19,20 @@ type Health struct {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
+	ServeHealth(w, r, s.log, s.cfg.Ping)
+	return nil
+}
+
+// ServeHealth answers /healthz: 200 when ping says the store answers, 503
+// when it does not (within healthTimeout).
+func ServeHealth(w http.ResponseWriter, r *http.Request, log *slog.Logger, ping func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
-	if err := s.cfg.Ping(ctx); err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelWarn, "store does not answer",
+	if err := ping(ctx); err != nil {
+		log.LogAttrs(r.Context(), slog.LevelWarn, "store does not answer",
 			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
-		writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Store: "store does not answer"})
-		return nil
+		WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Store: "store does not answer"})
+		return
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Store: "ok"})
-	return nil
+	WriteJSON(w, http.StatusOK, Health{Status: "ok", Store: "ok"})
 }

@@ -14,7 +14,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdec
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, records)
+	WriteJSON(w, http.StatusOK, records)
 	return nil
 }
 
@@ -70,7 +70,7 @@ func (s *Server) deleteHost(w http.ResponseWriter, r *http.Request, caller sshde
 	if err := s.cfg.Hosts.Delete(r.Context(), caller.UserID, id, ifMatch(r)); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, message{"SSH host deleted"})
+	WriteJSON(w, http.StatusOK, message{"SSH host deleted"})
 	return nil
 }
 
@@ -80,7 +80,7 @@ type message struct {
 
 func writeHost(w http.ResponseWriter, status int, rec *hosts.Record) {
 	w.Header().Set("ETag", etag(rec.Version))
-	writeJSON(w, status, rec)
+	WriteJSON(w, status, rec)
 }
 
 // hostID reads the {id} path segment: a positive integer.

@@ -40,10 +40,18 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 	return &requestInfo{}
 }
 
-// withRequest gives every request an id (X-Request-Id on the response),
+func (s *Server) withRequest(next http.Handler) http.Handler { return WithRequest(s.log, next) }
+
+// NoteRequest names the route and the caller of a request for its log line.
+func NoteRequest(r *http.Request, route, user string) {
+	info := requestInfoFrom(r.Context())
+	info.route, info.user = route, user
+}
+
+// WithRequest gives every request an id (X-Request-Id on the response),
 // turns a panic into a 500 and logs one line per request. The line never
 // holds a body, a header value or a query string: they may carry secrets.
-func (s *Server) withRequest(next http.Handler) http.Handler {
+func WithRequest(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := r.Context()
@@ -62,13 +70,13 @@ func (s *Server) withRequest(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.LogAttrs(ctx, slog.LevelError, "panic",
+				log.LogAttrs(ctx, slog.LevelError, "panic",
 					slog.String("request_id", id), slog.String("panic", panicSummary(v)), slog.String("stack", string(debug.Stack())))
 				if rec.status == 0 {
-					s.writeError(rec, r, fmt.Errorf("panic"))
+					WriteError(rec, r, log, fmt.Errorf("panic"))
 				}
 			}
-			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+			log.LogAttrs(ctx, slog.LevelInfo, "request",
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),

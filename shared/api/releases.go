@@ -22,7 +22,7 @@ func (s *Server) releasesFeed(w http.ResponseWriter, r *http.Request, _ sshdeck.
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, feed)
+	WriteJSON(w, http.StatusOK, feed)
 	return nil
 }
 

@@ -39,23 +39,34 @@ type ErrorBody struct {
 	Code  sshdeck.Code `json:"code"`
 }
 
-// writeError answers with err's status and body. Internal errors are logged
-// with the request id and answered with a generic sentence.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(w, r, s.log, err)
+}
+
+// WriteError answers with err's status and body. Internal errors are logged
+// with the request id and answered with a generic sentence.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	WriteErrorStatus(w, r, log, err, Status(sshdeck.ErrorCode(err)))
+}
+
+// WriteErrorStatus is WriteError with another status than the code's, for
+// the one place the contract asks for it (a denied tunnel address is 400
+// with code forbidden).
+func WriteErrorStatus(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error, status int) {
 	code := sshdeck.ErrorCode(err)
 	if code == sshdeck.Internal {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error",
+		log.LogAttrs(r.Context(), slog.LevelError, "internal error",
 			slog.String("request_id", RequestID(r.Context())), slog.String("error", err.Error()))
 	}
 	if code == sshdeck.Unauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	}
-	writeJSON(w, Status(code), ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code})
+	WriteJSON(w, status, ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code})
 }
 
-// writeJSON answers with v as JSON, without HTML escaping: "<token>" reads
+// WriteJSON answers with v as JSON, without HTML escaping: "<token>" reads
 // better than "\u003ctoken\u003e", and no response is HTML.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)

@@ -128,7 +128,7 @@ func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input,
 		}
 		h := *cur
 		h.HostConfig, h.Version, h.UpdatedAt = next, cur.Version+1, s.timestamp()
-		if h.Sealed, err = s.seal(ctx, &h, creds, &unchanged{stored, cur.Sealed}); err != nil {
+		if h.Sealed, err = s.seal(ctx, &h, creds, &secret.Previous{Plain: stored, Sealed: cur.Sealed}); err != nil {
 			return nil, err
 		}
 		err = s.store.UpdateHost(ctx, &h)
@@ -208,65 +208,26 @@ func checkKey(cfg sshdeck.HostConfig, creds sshdeck.Credentials) error {
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
-// field names a credential field for sealing: its name in the additional
-// data, and where it lives in the plaintext and sealed structs.
-type field struct {
-	name   string
-	plain  func(*sshdeck.Credentials) *string
-	sealed func(*sshdeck.SealedCredentials) *[]byte
+// ad names a field of the host for the additional data of its envelope.
+func ad(h *sshdeck.Host) func(field string) string {
+	id := strconv.FormatInt(h.ID, 10)
+	return func(field string) string { return secret.AD("host", h.Owner, id, field) }
 }
 
-var fields = []field{
-	{"password", func(c *sshdeck.Credentials) *string { return &c.Password }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.Password }},
-	{"key", func(c *sshdeck.Credentials) *string { return &c.Key }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.Key }},
-	{"keyPassword", func(c *sshdeck.Credentials) *string { return &c.KeyPassword }, func(s *sshdeck.SealedCredentials) *[]byte { return &s.KeyPassword }},
-}
-
-func ad(h *sshdeck.Host, f field) string {
-	return secret.AD("host", h.Owner, strconv.FormatInt(h.ID, 10), f.name)
-}
-
-// unchanged is a record's credentials before an update, with their
-// envelopes: a field whose value did not change keeps its envelope.
-type unchanged struct {
-	plain  sshdeck.Credentials
-	sealed sshdeck.SealedCredentials
-}
-
-func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Credentials, prev *unchanged) (sshdeck.SealedCredentials, error) {
-	var out sshdeck.SealedCredentials
-	for _, f := range fields {
-		value := *f.plain(&creds)
-		switch {
-		case value == "":
-			continue
-		case prev != nil && value == *f.plain(&prev.plain):
-			*f.sealed(&out) = *f.sealed(&prev.sealed)
-		default:
-			env, err := s.sealer.Seal(ctx, []byte(value), ad(h, f))
-			if err != nil {
-				return out, fmt.Errorf("seal host %d %s: %w", h.ID, f.name, err)
-			}
-			*f.sealed(&out) = env
-		}
+func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Credentials, prev *secret.Previous) (sshdeck.SealedCredentials, error) {
+	sealed, err := s.sealer.SealCredentials(ctx, creds, ad(h), prev)
+	if err != nil {
+		return sealed, fmt.Errorf("host %d: %w", h.ID, err)
 	}
-	return out, nil
+	return sealed, nil
 }
 
 func (s *Service) open(ctx context.Context, h *sshdeck.Host) (sshdeck.Credentials, error) {
-	var out sshdeck.Credentials
-	for _, f := range fields {
-		env := *f.sealed(&h.Sealed)
-		if len(env) == 0 {
-			continue
-		}
-		plain, err := s.sealer.Open(ctx, env, ad(h, f))
-		if err != nil {
-			return out, fmt.Errorf("open host %d %s: %w", h.ID, f.name, err)
-		}
-		*f.plain(&out) = string(plain)
+	creds, err := s.sealer.OpenCredentials(ctx, h.Sealed, ad(h))
+	if err != nil {
+		return creds, fmt.Errorf("host %d: %w", h.ID, err)
 	}
-	return out, nil
+	return creds, nil
 }
 
 func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) {

@@ -2,9 +2,8 @@ package hosts
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
@@ -69,16 +68,16 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 	c := sshdeck.HostConfig{
 		Name:              in.Name,
 		IP:                in.IP,
-		Port:              orDefault(in.Port, defaultPort),
+		Port:              check.OrDefault(in.Port, defaultPort),
 		Username:          in.Username,
 		Folder:            in.Folder,
 		Tags:              in.Tags,
 		Pin:               in.Pin,
-		AuthType:          sshdeck.AuthType(orDefault(in.AuthType, "")),
-		KeyType:           orDefault(in.KeyType, sshkey.Auto),
-		EnableTerminal:    orDefault(in.EnableTerminal, true),
-		EnableTunnel:      orDefault(in.EnableTunnel, true),
-		EnableFileManager: orDefault(in.EnableFileManager, true),
+		AuthType:          sshdeck.AuthType(check.OrDefault(in.AuthType, "")),
+		KeyType:           check.OrDefault(in.KeyType, sshkey.Auto),
+		EnableTerminal:    check.OrDefault(in.EnableTerminal, true),
+		EnableTunnel:      check.OrDefault(in.EnableTunnel, true),
+		EnableFileManager: check.OrDefault(in.EnableFileManager, true),
 		DefaultPath:       in.DefaultPath,
 		TunnelConnections: []sshdeck.TunnelConnection{},
 	}
@@ -89,34 +88,34 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 		c.DefaultPath = "/"
 	}
 	checks := []error{
-		text("name", c.Name, 0, maxName, false),
-		text("ip", c.IP, 1, maxHostName, true),
-		port("port", c.Port),
-		text("username", c.Username, 1, maxUsername, true),
-		text("folder", c.Folder, 0, maxFolder, false),
-		text("defaultPath", c.DefaultPath, 1, maxPath, false),
-		limit("password", in.Password, maxPassword),
-		limit("keyPassword", in.KeyPassword, maxKeyPassword),
+		check.Text("name", c.Name, 0, maxName, false),
+		check.Text("ip", c.IP, 1, maxHostName, true),
+		check.Port("port", c.Port),
+		check.Text("username", c.Username, 1, maxUsername, true),
+		check.Text("folder", c.Folder, 0, maxFolder, false),
+		check.Text("defaultPath", c.DefaultPath, 1, maxPath, false),
+		check.Limit("password", in.Password, maxPassword),
+		check.Limit("keyPassword", in.KeyPassword, maxKeyPassword),
 	}
 	switch c.AuthType {
 	case "", sshdeck.AuthPassword, sshdeck.AuthKey, sshdeck.AuthNone:
 	default:
-		checks = append(checks, invalid("authType must be password, key or none"))
+		checks = append(checks, check.Invalid("authType must be password, key or none"))
 	}
 	if !sshkey.ValidKeyType(c.KeyType) {
-		checks = append(checks, invalid("keyType %q is not \"auto\" or an SSH key algorithm", c.KeyType))
+		checks = append(checks, check.Invalid("keyType %q is not \"auto\" or an SSH key algorithm", c.KeyType))
 	}
 	if in.Key != nil && len(*in.Key) > MaxKeySize {
 		checks = append(checks, sshdeck.Errorf(sshdeck.TooLarge, "key is over %d KiB", MaxKeySize>>10))
 	}
 	if len(c.Tags) > maxTags {
-		checks = append(checks, invalid("tags has %d items; at most %d are allowed", len(c.Tags), maxTags))
+		checks = append(checks, check.Invalid("tags has %d items; at most %d are allowed", len(c.Tags), maxTags))
 	}
 	for i, tag := range c.Tags {
-		checks = append(checks, text(fmt.Sprintf("tags[%d]", i), tag, 1, maxTagLen, false))
+		checks = append(checks, check.Text(fmt.Sprintf("tags[%d]", i), tag, 1, maxTagLen, false))
 	}
 	if len(in.TunnelConnections) > maxTunnels {
-		checks = append(checks, invalid("tunnelConnections has %d items; at most %d are allowed", len(in.TunnelConnections), maxTunnels))
+		checks = append(checks, check.Invalid("tunnelConnections has %d items; at most %d are allowed", len(in.TunnelConnections), maxTunnels))
 	}
 	for i, t := range in.TunnelConnections {
 		tc, err := t.connection(fmt.Sprintf("tunnelConnections[%d]", i))
@@ -136,73 +135,20 @@ func (t *TunnelInput) connection(field string) (sshdeck.TunnelConnection, error)
 		SourcePort:    t.SourcePort,
 		EndpointPort:  t.EndpointPort,
 		EndpointHost:  t.EndpointHost,
-		MaxRetries:    orDefault(t.MaxRetries, defaultMaxRetries),
-		RetryInterval: orDefault(t.RetryInterval, defaultRetryPeriod),
+		MaxRetries:    check.OrDefault(t.MaxRetries, defaultMaxRetries),
+		RetryInterval: check.OrDefault(t.RetryInterval, defaultRetryPeriod),
 		AutoStart:     t.AutoStart,
 	}
 	for _, err := range []error{
-		port(field+".sourcePort", tc.SourcePort),
-		port(field+".endpointPort", tc.EndpointPort),
-		text(field+".endpointHost", tc.EndpointHost, 1, maxHostName, true),
-		between(field+".maxRetries", tc.MaxRetries, 0, maxTunnelRetries),
-		between(field+".retryInterval", tc.RetryInterval, 1, maxTunnelInterval),
+		check.Port(field+".sourcePort", tc.SourcePort),
+		check.Port(field+".endpointPort", tc.EndpointPort),
+		check.Text(field+".endpointHost", tc.EndpointHost, 1, maxHostName, true),
+		check.Between(field+".maxRetries", tc.MaxRetries, 0, maxTunnelRetries),
+		check.Between(field+".retryInterval", tc.RetryInterval, 1, maxTunnelInterval),
 	} {
 		if err != nil {
 			return tc, err
 		}
 	}
 	return tc, nil
-}
-
-func orDefault[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-func invalid(format string, args ...any) error {
-	return sshdeck.Errorf(sshdeck.Invalid, format, args...)
-}
-
-func port(field string, p int) error {
-	if p < 1 || p > 65535 {
-		return invalid("%s must be an integer from 1 to 65535", field)
-	}
-	return nil
-}
-
-func between(field string, v, lo, hi int) error {
-	if v < lo || v > hi {
-		return invalid("%s must be an integer from %d to %d", field, lo, hi)
-	}
-	return nil
-}
-
-func limit(field string, s *string, max int) error {
-	if s != nil && len(*s) > max {
-		return invalid("%s is longer than %d bytes", field, max)
-	}
-	return nil
-}
-
-// text checks a string's length in characters and that it holds no control
-// characters (nor, with noSpace, white space).
-func text(field, s string, min, max int, noSpace bool) error {
-	n := len([]rune(s))
-	switch {
-	case n < min && min == 1:
-		return invalid("%s is required", field)
-	case n > max:
-		return invalid("%s is longer than %d characters", field, max)
-	}
-	if i := strings.IndexFunc(s, func(r rune) bool {
-		return unicode.IsControl(r) || noSpace && unicode.IsSpace(r)
-	}); i >= 0 {
-		if noSpace {
-			return invalid("%s must not contain white space or control characters", field)
-		}
-		return invalid("%s must not contain control characters", field)
-	}
-	return nil
 }
