@@ -1,0 +1,592 @@
+// Package sshdtest runs real OpenSSH sshd servers on 127.0.0.1 for the
+// tests of the SSH tunnel service: it logs in with keys or passwords, opens
+// direct-tcpip channels and asks for remote forwards (tcpip-forward), and
+// the tests kill and restart the servers to check that tunnels recover.
+//
+// A real sshd is used rather than an in-process Go server because the
+// behaviour under test (what sshd allows, how it refuses, what dies with a
+// crashed host) is OpenSSH's. sshd needs root, so Require skips otherwise.
+package sshdtest
+
+import (
+	"bufio"
+	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// SSHD is the OpenSSH server binary. sshd re-executes itself for each
+// connection, which it only does from an absolute path.
+const SSHD = "/usr/sbin/sshd"
+
+// privsepDir is the empty directory sshd chroots its unprivileged
+// pre-authentication child into; sshd refuses to start without it, and
+// Debian's package only creates it at boot (tmpfiles) or by its init script.
+const privsepDir = "/run/sshd"
+
+// timeout bounds every wait in this package: for sshd to answer, to die, for
+// a user to be created. It is generous because tests run in parallel with
+// the race detector on loaded machines; the waits poll and end as soon as
+// the condition holds.
+const timeout = 20 * time.Second
+
+// Require skips the test, saying how to get what is missing, unless sshd is
+// installed and we are root (sshd must be root to switch to the logged-in
+// user and to read /etc/shadow for passwords).
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(SSHD); err != nil {
+		t.Skipf("sshdtest: %s is missing (%v); install OpenSSH's server, e.g. `apt-get install openssh-server` on Debian/Ubuntu, and run the tests as root", SSHD, err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("sshdtest: sshd must run as root (euid is %d); run the tests as root, e.g. in a container", os.Geteuid())
+	}
+}
+
+// Config says how to start a server.
+type Config struct {
+	// AuthorizedKeys may log in as any user: the server's
+	// AuthorizedKeysFile is one absolute file, shared by all users.
+	AuthorizedKeys []ssh.PublicKey
+	// HostKey is the server's host key: an ed25519.PrivateKey, an
+	// *ecdsa.PrivateKey or an *rsa.PrivateKey. nil makes a new ed25519 key.
+	// It is a crypto.Signer rather than an ssh.Signer because sshd needs the
+	// private key in a file, and an ssh.Signer does not give it out.
+	HostKey crypto.Signer
+	// Port to listen on; 0 picks a free one.
+	Port int
+}
+
+// Server is a running (or killed) sshd. Its methods are safe for
+// concurrent use; they fail the test given to Start, so call Kill and
+// Restart from that test's goroutine (or its subtests', which then report
+// that they called FailNow on a parent).
+type Server struct {
+	// Addr is "127.0.0.1:<Port>".
+	Addr string
+	// Port is the TCP port sshd listens on, the same across restarts.
+	Port int
+	// HostKey is the public key sshd proves itself with, the same across
+	// restarts.
+	HostKey ssh.PublicKey
+
+	t       testing.TB
+	dir     string // sshd_config, host key, authorized_keys, pid file and log
+	config  string // path of sshd_config
+	logPath string
+	pidPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil while killed
+	exited chan struct{} // closed once cmd has been reaped
+}
+
+// Start writes an sshd_config, checks it with `sshd -t`, starts
+// `sshd -D -f <config> -E <log>` and returns once the port answers with an
+// SSH banner. The server is killed when the test ends. On failure the test
+// fails with sshd's output.
+func Start(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	Require(t)
+	if err := os.MkdirAll(privsepDir, 0o755); err != nil {
+		t.Fatalf("sshdtest: creating sshd's privilege separation directory: %v", err)
+	}
+
+	// Not t.TempDir: its directories are 0700 root, and sshd reads the
+	// authorized keys as the user logging in, who must reach the file.
+	dir, err := os.MkdirTemp("", "sshdtest-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("sshdtest: making the server's directory: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+
+	hostKey := cfg.HostKey
+	if hostKey == nil {
+		_, hostKey, err = ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatalf("sshdtest: generating a host key: %v", err)
+		}
+	}
+	hostPub, err := ssh.NewPublicKey(hostKey.Public())
+	if err != nil {
+		t.Fatalf("sshdtest: host key: %v", err)
+	}
+	block, err := ssh.MarshalPrivateKey(hostKey, "sshdtest host key")
+	if err != nil {
+		t.Fatalf("sshdtest: host key: %v", err)
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = FreePort(t)
+	}
+	s := &Server{
+		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Port:    port,
+		HostKey: hostPub,
+		t:       t,
+		dir:     dir,
+		config:  filepath.Join(dir, "sshd_config"),
+		logPath: filepath.Join(dir, "sshd.log"),
+		pidPath: filepath.Join(dir, "sshd.pid"),
+	}
+
+	var keys bytes.Buffer
+	for _, k := range cfg.AuthorizedKeys {
+		keys.Write(ssh.MarshalAuthorizedKey(k))
+	}
+	hostKeyPath := filepath.Join(dir, "host_key")
+	keysPath := filepath.Join(dir, "authorized_keys")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{
+		// sshd refuses a host key that others may read.
+		{hostKeyPath, pem.EncodeToMemory(block), 0o600},
+		{keysPath, keys.Bytes(), 0o644},
+		{s.config, []byte(sshdConfig(port, hostKeyPath, keysPath, s.pidPath)), 0o644},
+	} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			t.Fatalf("sshdtest: %v", err)
+		}
+	}
+	if out, err := exec.Command(SSHD, "-t", "-f", s.config).CombinedOutput(); err != nil {
+		t.Fatalf("sshdtest: sshd rejects its config (sshd -t -f %s: %v):\n%s", s.config, err, out)
+	}
+
+	t.Cleanup(s.Kill)
+	s.start()
+	return s
+}
+
+// sshdConfig is the server's sshd_config. Everything the tunnel service
+// does is allowed, and nothing makes sshd refuse or slow down connections
+// that tests open quickly and in numbers.
+func sshdConfig(port int, hostKey, authorizedKeys, pidFile string) string {
+	return fmt.Sprintf(`# Written by sshdtest.
+ListenAddress 127.0.0.1
+Port %d
+HostKey %s
+PidFile %s
+# One file for all users; StrictModes would refuse it because it is not in
+# the user's home and not owned by the user.
+AuthorizedKeysFile %s
+StrictModes no
+# Without PAM, sshd checks passwords against /etc/shadow itself.
+UsePAM no
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+AllowTcpForwarding yes
+PermitOpen any
+PermitListen any
+# Remote forwards listen on loopback whatever address the client asks for.
+GatewayPorts no
+ClientAliveInterval 0
+# Tests open many connections at once; by default sshd starts dropping
+# unauthenticated connections after 10 (MaxStartups 10:30:100).
+MaxStartups 200
+PerSourceMaxStartups none
+MaxSessions 200
+# VERBOSE logs each connection, the key that logged in and each forward.
+LogLevel VERBOSE
+`, port, hostKey, pidFile, authorizedKeys)
+}
+
+// start starts sshd and waits until it is ready, failing the test if it
+// does not become so.
+func (s *Server) start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	// A pid file left by a killed sshd would make us believe the new one
+	// is listening before it is.
+	if err := os.Remove(s.pidPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.t.Fatalf("sshdtest: %v", err)
+	}
+	if err := os.MkdirAll(privsepDir, 0o755); err != nil {
+		s.t.Fatalf("sshdtest: creating sshd's privilege separation directory: %v", err)
+	}
+	// sshd's own output (before -E takes effect) goes to the same log. A
+	// file, not a pipe: with a pipe, Wait would wait for every descendant
+	// that inherited it.
+	logFile, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatalf("sshdtest: opening the sshd log: %v", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(SSHD, "-D", "-f", s.config, "-E", s.logPath)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// If the test binary dies without cleaning up (a timeout panic, a
+	// SIGKILL), sshd is killed too rather than left listening.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("sshdtest: starting sshd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+
+	if err := s.waitReady(cmd, exited); err != nil {
+		s.killLocked()
+		s.t.Fatalf("sshdtest: sshd on %s did not become ready after %v: %v\nsshd log:\n%s", s.Addr, time.Since(began).Round(time.Millisecond), err, s.Log())
+	}
+}
+
+// waitReady polls until sshd has written its pid file, which it does
+// after binding its port, and the port answers with an SSH banner. The pid
+// file proves the port is ours and not some other server's.
+func (s *Server) waitReady(cmd *exec.Cmd, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		select {
+		case <-exited:
+			return fmt.Errorf("sshd exited: %v", cmd.ProcessState)
+		default:
+		}
+		last = s.ready(cmd.Process.Pid)
+		if last == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return last
+		}
+		time.Sleep(wait)
+	}
+}
+
+func (s *Server) ready(pid int) error {
+	b, err := os.ReadFile(s.pidPath)
+	if err != nil {
+		return fmt.Errorf("no pid file yet: %w", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != strconv.Itoa(pid) {
+		return fmt.Errorf("pid file %s says %q, sshd is %d", s.pidPath, got, pid)
+	}
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("reading the banner: %w", err)
+	}
+	if !strings.HasPrefix(line, "SSH-2.0-") {
+		return fmt.Errorf("banner is %q, not SSH-2.0-…", line)
+	}
+	return nil
+}
+
+// Kill kills sshd and every process descended from it with SIGKILL, as if
+// the host had crashed: live sessions and their remote forwards die, and
+// clients see their connections close. It returns once the processes are
+// dead and the port refuses connections. Killing a killed server does
+// nothing.
+func (s *Server) Kill() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killLocked()
+}
+
+func (s *Server) killLocked() {
+	s.t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	pid := s.cmd.Process.Pid
+	killErr := killTree(pid)
+	// Our child is reaped by the goroutine waiting for it; its
+	// descendants, orphaned, by init.
+	select {
+	case <-s.exited:
+	case <-time.After(timeout):
+		killErr = errors.Join(killErr, fmt.Errorf("sshd %d not reaped after %v", pid, timeout))
+	}
+	s.cmd, s.exited = nil, nil
+	if killErr != nil {
+		s.t.Fatalf("sshdtest: killing sshd on %s: %v", s.Addr, killErr)
+	}
+	if err := waitRefused(s.Addr); err != nil {
+		s.t.Fatalf("sshdtest: after killing sshd: %v", err)
+	}
+}
+
+// Restart starts sshd again, killing it first if it runs, on the same port
+// with the same host key and config, and returns once it is ready.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	s.start()
+}
+
+// Log returns what sshd logged so far, across restarts.
+func (s *Server) Log() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no sshd log: %v)", err)
+	}
+	return string(b)
+}
+
+// killTree SIGKILLs root and all its descendants. Per-connection sshd
+// processes call setsid(), so a process-group kill misses them, and once
+// their parent dies they are re-parented to init and no longer found from
+// root. So the tree is first frozen with SIGSTOP, top down, until a walk of
+// /proc finds no new descendant (a stopped process cannot fork), and only
+// then killed, by pid.
+func killTree(root int) error {
+	deadline := time.Now().Add(timeout)
+	tree := map[int]bool{root: true}
+	if err := syscall.Kill(root, syscall.SIGSTOP); err != nil && err != syscall.ESRCH {
+		return fmt.Errorf("stopping sshd %d: %w", root, err)
+	}
+	for {
+		// A process may be mid-fork when stopped; once it shows as
+		// stopped, its children are visible.
+		if err := waitState(tree, deadline, stopped); err != nil {
+			return err
+		}
+		kids, err := children(tree)
+		if err != nil {
+			return err
+		}
+		if len(kids) == 0 {
+			break
+		}
+		for _, pid := range kids {
+			syscall.Kill(pid, syscall.SIGSTOP)
+			tree[pid] = true
+		}
+	}
+	for pid := range tree {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// Nothing can have forked since, but make sure: anything still alive
+	// below the tree is killed too.
+	for {
+		kids, err := children(tree)
+		if err != nil {
+			return err
+		}
+		if len(kids) == 0 {
+			break
+		}
+		for _, pid := range kids {
+			syscall.Kill(pid, syscall.SIGKILL)
+			tree[pid] = true
+		}
+	}
+	return waitState(tree, deadline, dead)
+}
+
+// stopped is true of a process that can no longer fork.
+func stopped(state byte) bool { return state == 'T' || state == 't' || dead(state) }
+
+// dead is true of a process that has exited, reaped or not: its sockets
+// are closed.
+func dead(state byte) bool { return state == 'Z' || state == 'X' || state == 0 }
+
+// waitState waits until every process of tree is in a state that ok accepts
+// (state 0: the process is gone).
+func waitState(tree map[int]bool, deadline time.Time, ok func(state byte) bool) error {
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		var late []string
+		for pid := range tree {
+			_, state, err := stat(pid)
+			if err != nil {
+				return err
+			}
+			if !ok(state) {
+				late = append(late, fmt.Sprintf("%d (state %c)", pid, state))
+			}
+		}
+		if len(late) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes still running: %s", strings.Join(late, ", "))
+		}
+		time.Sleep(wait)
+	}
+}
+
+// children returns the live processes, not in tree, whose parent is in
+// tree.
+func children(tree map[int]bool) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var kids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || tree[pid] {
+			continue
+		}
+		ppid, state, err := stat(pid)
+		if err != nil {
+			return nil, err
+		}
+		if tree[ppid] && !dead(state) {
+			kids = append(kids, pid)
+		}
+	}
+	return kids, nil
+}
+
+// stat reads a process's parent and state from /proc/<pid>/stat; a process
+// that is gone has state 0.
+func stat(pid int) (ppid int, state byte, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+	var fields []string
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+		fields = strings.Fields(string(b[i+1:]))
+	}
+	if len(fields) < 2 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: cannot parse %q", pid, b)
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: parent: %w", pid, err)
+	}
+	return ppid, fields[0][0], nil
+}
+
+// waitRefused waits until nothing listens on addr any more.
+func waitRefused(addr string) error {
+	deadline := time.Now().Add(timeout)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				return nil
+			}
+		} else {
+			conn.Close()
+			err = errors.New("it still accepts connections")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not refusing connections after %v: %w", addr, timeout, err)
+		}
+		time.Sleep(wait)
+	}
+}
+
+// usersMu serialises EnsureUser within the test binary; other binaries
+// running at the same time are handled by retrying.
+var usersMu sync.Mutex
+
+// EnsureUser creates the local user name if it does not exist, with no
+// home and no login shell (sshd's forwarding needs neither), and sets its
+// password so it can log in with it.
+func EnsureUser(t testing.TB, name, password string) {
+	t.Helper()
+	Require(t)
+	usersMu.Lock()
+	defer usersMu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ensureUser(name, password)
+		if err == nil {
+			return
+		}
+		// useradd and chpasswd fail when another process holds the lock
+		// on /etc/passwd or /etc/shadow, or has just added the same user.
+		if time.Now().After(deadline) {
+			t.Fatalf("sshdtest: user %s: %v", name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func ensureUser(name, password string) error {
+	if _, err := user.Lookup(name); err != nil {
+		if !errors.As(err, new(user.UnknownUserError)) {
+			return err
+		}
+		if out, err := exec.Command("useradd", "-M", "-s", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			return fmt.Errorf("useradd: %v: %s", err, bytes.TrimSpace(out))
+		}
+	}
+	cmd := exec.Command("chpasswd")
+	cmd.Stdin = strings.NewReader(name + ":" + password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("chpasswd: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// NewKey returns a new ed25519 private key in OpenSSH's PEM format,
+// encrypted with passphrase unless it is empty, and its public key.
+func NewKey(t testing.TB, passphrase string) (privatePEM string, pub ssh.PublicKey) {
+	t.Helper()
+	public, private, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("sshdtest: generating a key: %v", err)
+	}
+	var block *pem.Block
+	if passphrase == "" {
+		block, err = ssh.MarshalPrivateKey(private, "sshdtest")
+	} else {
+		block, err = ssh.MarshalPrivateKeyWithPassphrase(private, "sshdtest", []byte(passphrase))
+	}
+	if err != nil {
+		t.Fatalf("sshdtest: encoding a key: %v", err)
+	}
+	pub, err = ssh.NewPublicKey(public)
+	if err != nil {
+		t.Fatalf("sshdtest: %v", err)
+	}
+	return string(pem.EncodeToMemory(block)), pub
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
+// kernel picks it from the ephemeral range, so another process may take it
+// before it is used; that is unlikely within a test.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("sshdtest: finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
