@@ -1,0 +1,528 @@
+package tunnel
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Options tune a Manager; zero values take the defaults.
+type Options struct {
+	// Holder names this replica in leases; it must differ between live
+	// replicas. Default: the host name and a random suffix.
+	Holder string
+	// Deny are the address ranges tunnels never dial; nil is DefaultDeny.
+	Deny []netip.Prefix
+	// DialTimeout bounds each hop's connection and handshake (15 s).
+	DialTimeout time.Duration
+	// KeepaliveInterval and KeepaliveMisses detect dead peers (15 s, 3).
+	KeepaliveInterval time.Duration
+	KeepaliveMisses   int
+	// StableAfter is how long a connection must stay up for its retry
+	// count to start over (10 s).
+	StableAfter time.Duration
+	// LeaseTTL is how long a replica's claim on a tunnel lasts unrenewed
+	// (30 s): a dead replica's autoStart tunnels are taken over after it.
+	LeaseTTL time.Duration
+	// Heartbeat is how often leases are renewed, which is also how soon a
+	// change made through another replica reaches this one (10 s).
+	Heartbeat time.Duration
+	// Reconcile is how often the replica looks for autoStart tunnels that
+	// nobody runs (10 s).
+	Reconcile time.Duration
+	// StreamPoll is how often a status stream reads the store for changes
+	// made by other replicas (2 s).
+	StreamPoll time.Duration
+	Resolver   *net.Resolver
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Holder == "" {
+		host, _ := os.Hostname()
+		o.Holder = host + "-" + sshdeck.NewID("")
+	}
+	if o.Deny == nil {
+		o.Deny = DefaultDeny
+	}
+	setDefault(&o.DialTimeout, 15*time.Second)
+	setDefault(&o.KeepaliveInterval, DefaultKeepaliveInterval)
+	setDefault(&o.KeepaliveMisses, DefaultKeepaliveMisses)
+	setDefault(&o.StableAfter, 10*time.Second)
+	setDefault(&o.LeaseTTL, 30*time.Second)
+	setDefault(&o.Heartbeat, 10*time.Second)
+	setDefault(&o.Reconcile, 10*time.Second)
+	setDefault(&o.StreamPoll, 2*time.Second)
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Manager runs the tunnels of one replica. Every tunnel's record is in the
+// store; a replica runs a tunnel while it holds the tunnel's lease, and
+// follows the record: a new generation (connect again) restarts it, Run
+// cleared (disconnect, cancel) stops it, wherever the request came in.
+type Manager struct {
+	store  sshdeck.TunnelStore
+	sealer *secret.Sealer
+	opts   Options
+	dialer *dialer
+	log    *slog.Logger
+
+	// runCtx is the parent of every run; loopCtx of the background loops.
+	runCtx, loopCtx       context.Context
+	stopRuns, stopLoops   context.CancelFunc
+	loops                 sync.WaitGroup
+	startOnce, closedOnce sync.Once
+
+	// control serialises starting and stopping runs.
+	control sync.Mutex
+
+	mu       sync.Mutex
+	runs     map[tunnelKey]*run
+	watchers map[string]map[chan struct{}]struct{}
+}
+
+type tunnelKey struct{ owner, name string }
+
+// run is a tunnel running here.
+type run struct {
+	tunnel *sshdeck.Tunnel // the record it runs, with its generation
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewManager returns a Manager over the store; Start starts it.
+func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) *Manager {
+	opts.defaults()
+	m := &Manager{
+		store:    store,
+		sealer:   sealer,
+		opts:     opts,
+		log:      opts.Log,
+		runs:     map[tunnelKey]*run{},
+		watchers: map[string]map[chan struct{}]struct{}{},
+	}
+	m.dialer = &dialer{deny: opts.Deny, resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
+	m.runCtx, m.stopRuns = context.WithCancel(context.Background())
+	m.loopCtx, m.stopLoops = context.WithCancel(context.Background())
+	return m
+}
+
+// Holder is this replica's name in leases.
+func (m *Manager) Holder() string { return m.opts.Holder }
+
+// Start starts the autoStart tunnels nobody runs, then keeps renewing
+// leases and looking for tunnels to take over until Shutdown.
+func (m *Manager) Start() {
+	m.startOnce.Do(func() {
+		m.loops.Add(1)
+		go m.loop()
+	})
+}
+
+func (m *Manager) loop() {
+	defer m.loops.Done()
+	m.reconcile()
+	heartbeat := time.NewTicker(m.opts.Heartbeat)
+	defer heartbeat.Stop()
+	reconcile := time.NewTicker(m.opts.Reconcile)
+	defer reconcile.Stop()
+	for {
+		select {
+		case <-m.loopCtx.Done():
+			return
+		case <-heartbeat.C:
+			m.heartbeat()
+		case <-reconcile.C:
+			m.reconcile()
+		}
+	}
+}
+
+// Shutdown stops every tunnel of this replica and records it: an autoStart
+// tunnel waits for another replica (or the next start) with its lease
+// released, any other tunnel is disconnected.
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.closedOnce.Do(func() {
+		m.stopLoops()
+		m.loops.Wait()
+		m.control.Lock()
+		defer m.control.Unlock()
+		for k, r := range m.snapshot() {
+			m.stopRun(k)
+			t := r.tunnel
+			if t.Spec.AutoStart {
+				st := sshdeck.TunnelStatus{State: sshdeck.TunnelWaiting, Reason: "its service replica stopped; another replica or the next start resumes it"}
+				m.setStatus(ctx, t, st)
+				m.release(ctx, t)
+				continue
+			}
+			m.finish(ctx, t, sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: "the tunnel service stopped"})
+		}
+		m.stopRuns()
+	})
+}
+
+// crash stops everything at once and writes nothing, as a replica that
+// dies does: its leases stay until they expire.
+func (m *Manager) crash() {
+	m.closedOnce.Do(func() {
+		m.stopLoops()
+		m.stopRuns()
+		m.loops.Wait()
+		for _, r := range m.snapshot() {
+			<-r.done
+		}
+	})
+}
+
+func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
+
+// Connect stores the tunnel a request asks for (replacing one of the same
+// name) and starts it here, unless another replica holds it: that one
+// restarts it at its next heartbeat.
+func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
+	name, spec, creds, err := req.parse()
+	if err != nil {
+		return err
+	}
+	if err := m.dialer.checkAllowed(ctx, "sourceIP", spec.Source.IP); err != nil {
+		return err
+	}
+	if err := m.dialer.checkAllowed(ctx, "endpointIP", spec.Endpoint.IP); err != nil {
+		return err
+	}
+	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)
+	if err != nil {
+		return err
+	}
+	t, err := m.write(ctx, owner, name, true, func(t *sshdeck.Tunnel) {
+		t.Spec, t.Sealed, t.Run = spec, sealed, true
+		t.Status = sshdeck.TunnelStatus{State: sshdeck.TunnelConnecting, Reason: "connection request received"}
+	})
+	if err != nil {
+		return err
+	}
+	m.claim(t, creds)
+	return nil
+}
+
+// Disconnect stops the owner's tunnel for good (until connected again),
+// wherever it runs; cancelled says the user cancelled its retries.
+func (m *Manager) Disconnect(ctx context.Context, owner, name string, cancelled bool) error {
+	reason := "disconnected by its owner"
+	if cancelled {
+		reason = "cancelled by its owner: no more retries"
+	}
+	t, err := m.write(ctx, owner, name, false, func(t *sshdeck.Tunnel) {
+		t.Run = false
+		t.Status = sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: reason, ManualDisconnect: true}
+	})
+	if err != nil {
+		return err
+	}
+	m.control.Lock()
+	m.stopRun(tunnelKey{owner, name})
+	m.control.Unlock()
+	m.release(ctx, t)
+	return nil
+}
+
+// maxWriteAttempts bounds the read-modify-write of a tunnel record racing
+// other writers.
+const maxWriteAttempts = 3
+
+// write changes the owner's tunnel (creating it when create is set) under
+// the guard of its generation, and tells the status streams.
+func (m *Manager) write(ctx context.Context, owner, name string, create bool, change func(*sshdeck.Tunnel)) (*sshdeck.Tunnel, error) {
+	for range maxWriteAttempts {
+		now := m.now()
+		var t sshdeck.Tunnel
+		cur, err := m.store.Tunnel(ctx, owner, name)
+		switch {
+		case err == nil:
+			t = *cur
+		case sshdeck.ErrorCode(err) == sshdeck.NotFound && create:
+			t = sshdeck.Tunnel{Owner: owner, Name: name, CreatedAt: now}
+		case sshdeck.ErrorCode(err) == sshdeck.NotFound:
+			return nil, sshdeck.Errorf(sshdeck.NotFound, "no tunnel named %q", name)
+		default:
+			return nil, err
+		}
+		t.Generation++
+		change(&t)
+		t.Status.UpdatedAt, t.UpdatedAt = now, now
+		err = m.store.PutTunnel(ctx, &t)
+		if sshdeck.ErrorCode(err) == sshdeck.Conflict {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.notify(owner)
+		return &t, nil
+	}
+	return nil, sshdeck.Errorf(sshdeck.Conflict, "tunnel %q changed while this request wrote it; try again", name)
+}
+
+// claim runs a tunnel just written by this replica, if it can take the
+// lease.
+func (m *Manager) claim(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
+	m.control.Lock()
+	defer m.control.Unlock()
+	k := tunnelKey{t.Owner, t.Name}
+	// An older generation running here must be gone, its endpoint port
+	// with it, before the new one asks for the port.
+	m.stopRun(k)
+	leased, err := m.acquire(t)
+	switch {
+	case sshdeck.ErrorCode(err) == sshdeck.Conflict:
+		m.log.Info("tunnel runs on another replica, which restarts it", "owner", t.Owner, "tunnel", t.Name, "holder", t.Lease.Holder)
+		return
+	case err != nil:
+		m.log.Error("cannot take the tunnel's lease", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
+		return
+	case leased.Generation != t.Generation || !leased.Run:
+		return // changed again since: that change's writer decides
+	}
+	m.startRun(leased, creds)
+}
+
+func (m *Manager) acquire(t *sshdeck.Tunnel) (*sshdeck.Tunnel, error) {
+	now := m.now()
+	return m.store.AcquireTunnelLease(m.runCtx, t.Owner, t.Name, m.opts.Holder, now, now.Add(m.opts.LeaseTTL))
+}
+
+func (m *Manager) release(ctx context.Context, t *sshdeck.Tunnel) {
+	if err := m.store.ReleaseTunnelLease(ctx, t.Owner, t.Name, m.opts.Holder); err != nil {
+		m.log.Warn("cannot release the tunnel's lease; it expires on its own", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
+	}
+}
+
+// startRun runs the tunnel here. The caller holds control and the lease.
+func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
+	ctx, cancel := context.WithCancel(m.runCtx)
+	r := &run{tunnel: t, cancel: cancel, done: make(chan struct{})}
+	k := tunnelKey{t.Owner, t.Name}
+	m.mu.Lock()
+	m.runs[k] = r
+	m.mu.Unlock()
+	rn := &runner{
+		owner: t.Owner, name: t.Name, spec: t.Spec, creds: creds,
+		dialer:      m.dialer,
+		keepalive:   m.opts.KeepaliveInterval,
+		misses:      m.opts.KeepaliveMisses,
+		stableAfter: m.opts.StableAfter,
+		now:         m.now,
+		log:         m.log,
+		report:      func(st sshdeck.TunnelStatus) { m.setStatus(ctx, t, st) },
+	}
+	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
+	go func() {
+		defer close(r.done)
+		final, ok := rn.run(ctx)
+		if !ok {
+			return // stopped: whoever stopped it recorded why
+		}
+		m.mu.Lock()
+		if m.runs[k] == r {
+			delete(m.runs, k)
+		}
+		m.mu.Unlock()
+		m.finish(m.runCtx, t, final)
+	}()
+}
+
+// stopRun stops the tunnel's run here, if any, and waits for its teardown.
+// The caller holds control.
+func (m *Manager) stopRun(k tunnelKey) {
+	m.mu.Lock()
+	r := m.runs[k]
+	delete(m.runs, k)
+	m.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+}
+
+func (m *Manager) snapshot() map[tunnelKey]*run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[tunnelKey]*run, len(m.runs))
+	for k, r := range m.runs {
+		out[k] = r
+	}
+	return out
+}
+
+func (m *Manager) running(k tunnelKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[k] != nil
+}
+
+// setStatus records a running tunnel's status. A Conflict means a newer
+// generation or another replica owns the tunnel now: the heartbeat stops
+// this run.
+func (m *Manager) setStatus(ctx context.Context, t *sshdeck.Tunnel, st sshdeck.TunnelStatus) {
+	st.UpdatedAt = m.now()
+	err := m.store.SetTunnelStatus(ctx, t.Owner, t.Name, t.Generation, m.opts.Holder, &st)
+	if err != nil && ctx.Err() == nil {
+		m.log.Warn("cannot record the tunnel's status", "owner", t.Owner, "tunnel", t.Name, "state", st.State, "error", err.Error())
+	}
+	m.log.Info("tunnel status", "owner", t.Owner, "tunnel", t.Name, "state", st.State, "retry_count", st.RetryCount, "error_type", st.Error)
+	m.notify(t.Owner)
+}
+
+// finish records that a tunnel stopped for good (failed, or its replica
+// gone): Run is cleared so that no replica starts it again, and the lease
+// is released.
+func (m *Manager) finish(ctx context.Context, t *sshdeck.Tunnel, st sshdeck.TunnelStatus) {
+	now := m.now()
+	next := *t
+	next.Generation++
+	next.Run = false
+	st.UpdatedAt, next.UpdatedAt = now, now
+	next.Status = st
+	if err := m.store.PutTunnel(ctx, &next); err != nil && sshdeck.ErrorCode(err) != sshdeck.Conflict {
+		m.log.Error("cannot record the tunnel's end", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
+	}
+	m.release(ctx, t)
+	m.log.Info("tunnel ended", "owner", t.Owner, "tunnel", t.Name, "state", st.State, "error_type", st.Error)
+	m.notify(t.Owner)
+}
+
+// heartbeat renews the leases of the tunnels running here and follows
+// their records: stopped, changed, or taken by another replica.
+func (m *Manager) heartbeat() {
+	m.control.Lock()
+	defer m.control.Unlock()
+	for k, r := range m.snapshot() {
+		t, err := m.acquire(r.tunnel)
+		switch code := sshdeck.ErrorCode(err); {
+		case code == sshdeck.NotFound || code == sshdeck.Conflict:
+			m.log.Warn("tunnel's lease is lost: stopping it here", "owner", k.owner, "tunnel", k.name)
+			m.stopRun(k)
+		case err != nil:
+			m.log.Warn("cannot renew the tunnel's lease", "owner", k.owner, "tunnel", k.name, "error", err.Error())
+		case !t.Run:
+			m.stopRun(k)
+			m.release(m.loopCtx, t)
+		case t.Generation != r.tunnel.Generation:
+			m.stopRun(k)
+			m.resume(t)
+		}
+	}
+}
+
+// reconcile starts the autoStart tunnels that no live replica runs, and
+// ends the other tunnels whose replica is gone.
+func (m *Manager) reconcile() {
+	ts, err := m.store.RunnableTunnels(m.loopCtx)
+	if err != nil {
+		if m.loopCtx.Err() == nil {
+			m.log.Warn("cannot list the tunnels to run", "error", err.Error())
+		}
+		return
+	}
+	m.control.Lock()
+	defer m.control.Unlock()
+	now := m.now()
+	for _, t := range ts {
+		if m.loopCtx.Err() != nil {
+			return
+		}
+		// A lease of this replica's name on a tunnel not running here is
+		// left from an earlier life of it (a crash before a restart).
+		free := t.Lease.Holder == "" || t.Lease.Holder == m.opts.Holder || !now.Before(t.Lease.Until)
+		if m.running(tunnelKey{t.Owner, t.Name}) || !free {
+			continue
+		}
+		if !t.Spec.AutoStart {
+			// Give the replica that just wrote it time to take its lease.
+			if now.Sub(t.UpdatedAt) >= m.opts.LeaseTTL {
+				m.finish(m.loopCtx, t, sshdeck.TunnelStatus{
+					State: sshdeck.TunnelFailed, Error: sshdeck.TunnelErrUnknown,
+					Reason: "the service replica running it stopped; connect again (autoStart tunnels are taken over)",
+				})
+			}
+			continue
+		}
+		leased, err := m.acquire(t)
+		if err != nil {
+			continue // another replica was quicker, or the store is away
+		}
+		if !leased.Run {
+			m.release(m.loopCtx, leased)
+			continue
+		}
+		m.log.Info("taking the autoStart tunnel over", "owner", t.Owner, "tunnel", t.Name, "previous_holder", t.Lease.Holder)
+		m.resume(leased)
+	}
+}
+
+// resume runs a stored tunnel here with its sealed credentials. The caller
+// holds control and the lease.
+func (m *Manager) resume(t *sshdeck.Tunnel) {
+	creds, err := openTunnel(m.runCtx, m.sealer, t)
+	if err != nil {
+		m.log.Error("cannot open the tunnel's credentials", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
+		m.finish(m.runCtx, t, sshdeck.TunnelStatus{State: sshdeck.TunnelFailed, Error: sshdeck.TunnelErrUnknown, Reason: "its stored credentials cannot be opened"})
+		return
+	}
+	m.startRun(t, creds)
+}
+
+// watch returns a channel told of every status change of the owner's
+// tunnels on this replica, and the function that stops it.
+func (m *Manager) watch(owner string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	if m.watchers[owner] == nil {
+		m.watchers[owner] = map[chan struct{}]struct{}{}
+	}
+	m.watchers[owner][ch] = struct{}{}
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.watchers[owner], ch)
+		if len(m.watchers[owner]) == 0 {
+			delete(m.watchers, owner)
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *Manager) notify(owner string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for ch := range m.watchers[owner] {
+		select {
+		case ch <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}

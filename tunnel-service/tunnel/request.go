@@ -1,0 +1,181 @@
+package tunnel
+
+import (
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/check"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/sshkey"
+)
+
+// Limits and defaults of a connect request (API.md, operation 1).
+const (
+	MaxNameLen           = 128
+	defaultSSHPort       = 22
+	defaultMaxRetries    = 3
+	maxRetries           = 1000
+	defaultRetryInterval = 5000 // ms
+	minRetryInterval     = 100
+	maxRetryInterval     = 3_600_000
+	maxHostName          = 253
+	maxUsername          = 256
+	maxPassword          = 4096
+	maxKeyPassword       = 1024
+	maxHostKeyPin        = 16 << 10
+)
+
+// reservedName is the one name a tunnel may not take: its status address
+// would be the status stream's.
+const reservedName = "stream"
+
+// ConnectRequest is the body of POST /ssh/tunnel/connect. Pointer fields
+// tell absent (a default) from a value.
+type ConnectRequest struct {
+	Name     string `json:"name"`
+	HostName string `json:"hostName"`
+
+	SourceIP          string  `json:"sourceIP"`
+	SourceSSHPort     *int    `json:"sourceSSHPort"`
+	SourceUsername    string  `json:"sourceUsername"`
+	SourcePassword    string  `json:"sourcePassword"`
+	SourceAuthMethod  string  `json:"sourceAuthMethod"`
+	SourceSSHKey      string  `json:"sourceSSHKey"`
+	SourceKeyPassword string  `json:"sourceKeyPassword"`
+	SourceKeyType     *string `json:"sourceKeyType"`
+	SourceHostKey     string  `json:"sourceHostKey"`
+
+	EndpointIP          string  `json:"endpointIP"`
+	EndpointSSHPort     *int    `json:"endpointSSHPort"`
+	EndpointUsername    string  `json:"endpointUsername"`
+	EndpointPassword    string  `json:"endpointPassword"`
+	EndpointAuthMethod  string  `json:"endpointAuthMethod"`
+	EndpointSSHKey      string  `json:"endpointSSHKey"`
+	EndpointKeyPassword string  `json:"endpointKeyPassword"`
+	EndpointKeyType     *string `json:"endpointKeyType"`
+	EndpointHostKey     string  `json:"endpointHostKey"`
+
+	SourcePort    *int `json:"sourcePort"`
+	EndpointPort  *int `json:"endpointPort"`
+	MaxRetries    *int `json:"maxRetries"`
+	RetryInterval *int `json:"retryInterval"` // ms
+	AutoStart     bool `json:"autoStart"`
+	IsPinned      bool `json:"isPinned"`
+}
+
+// hopInput is one hop's fields of a request, with the prefix that names
+// them ("source", "endpoint").
+type hopInput struct {
+	prefix                            string
+	ip, username, password, auth, key string
+	keyPassword, hostKey              string
+	port                              *int
+	keyType                           *string
+}
+
+// parse checks the request and returns the tunnel it asks for, with the
+// defaults applied. Every error is Invalid (TooLarge for a key over the
+// contract's 64 KiB) and names the field.
+func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
+	if err = check.First(
+		check.Text("name", req.Name, 1, MaxNameLen, false),
+		check.Text("hostName", req.HostName, 0, maxHostName, false),
+	); err != nil {
+		return
+	}
+	if req.Name == reservedName {
+		err = check.Invalid("name %q is reserved: GET /ssh/tunnel/status/stream is the status stream", reservedName)
+		return
+	}
+	spec = sshdeck.TunnelSpec{
+		HostName:   req.HostName,
+		MaxRetries: check.OrDefault(req.MaxRetries, defaultMaxRetries),
+		AutoStart:  req.AutoStart,
+		IsPinned:   req.IsPinned,
+	}
+	interval := check.OrDefault(req.RetryInterval, defaultRetryInterval)
+	spec.RetryInterval = time.Duration(interval) * time.Millisecond
+	if req.SourcePort == nil || req.EndpointPort == nil {
+		err = check.Invalid("sourcePort and endpointPort are required")
+		return
+	}
+	spec.SourcePort, spec.EndpointPort = *req.SourcePort, *req.EndpointPort
+	if err = check.First(
+		check.Port("sourcePort", spec.SourcePort),
+		check.Port("endpointPort", spec.EndpointPort),
+		check.Between("maxRetries", spec.MaxRetries, 0, maxRetries),
+		check.Between("retryInterval", interval, minRetryInterval, maxRetryInterval),
+	); err != nil {
+		return
+	}
+	if spec.Source, creds.Source, err = req.source().parse(); err != nil {
+		return
+	}
+	spec.Endpoint, creds.Endpoint, err = req.endpoint().parse()
+	return req.Name, spec, creds, err
+}
+
+func (req *ConnectRequest) source() hopInput {
+	return hopInput{"source", req.SourceIP, req.SourceUsername, req.SourcePassword, req.SourceAuthMethod,
+		req.SourceSSHKey, req.SourceKeyPassword, req.SourceHostKey, req.SourceSSHPort, req.SourceKeyType}
+}
+
+func (req *ConnectRequest) endpoint() hopInput {
+	return hopInput{"endpoint", req.EndpointIP, req.EndpointUsername, req.EndpointPassword, req.EndpointAuthMethod,
+		req.EndpointSSHKey, req.EndpointKeyPassword, req.EndpointHostKey, req.EndpointSSHPort, req.EndpointKeyType}
+}
+
+func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
+	f := func(name string) string { return in.prefix + name }
+	h := sshdeck.TunnelHop{
+		IP:       in.ip,
+		SSHPort:  check.OrDefault(in.port, defaultSSHPort),
+		Username: in.username,
+		Auth:     sshdeck.AuthType(in.auth),
+		KeyType:  check.OrDefault(in.keyType, sshkey.Auto),
+	}
+	if h.Auth == "" {
+		h.Auth = sshdeck.AuthPassword
+		if in.key != "" {
+			h.Auth = sshdeck.AuthKey
+		}
+	}
+	if len(in.key) > hosts.MaxKeySize {
+		return h, sshdeck.Credentials{}, sshdeck.Errorf(sshdeck.TooLarge, "%s is over %d KiB", f("SSHKey"), hosts.MaxKeySize>>10)
+	}
+	err := check.First(
+		check.Text(f("IP"), h.IP, 1, maxHostName, true),
+		check.Port(f("SSHPort"), h.SSHPort),
+		check.Text(f("Username"), h.Username, 1, maxUsername, false),
+		check.Limit(f("Password"), &in.password, maxPassword),
+		check.Limit(f("KeyPassword"), &in.keyPassword, maxKeyPassword),
+		check.Limit(f("HostKey"), &in.hostKey, maxHostKeyPin),
+	)
+	if err != nil {
+		return h, sshdeck.Credentials{}, err
+	}
+	if in.hostKey != "" {
+		if h.HostKey, err = ParsePin(in.hostKey); err != nil {
+			return h, sshdeck.Credentials{}, check.Invalid("%s %s", f("HostKey"), sshdeck.ErrorMessage(err))
+		}
+	}
+	// Only the credentials the method uses are kept: a stored tunnel holds
+	// no secret it does not need.
+	switch h.Auth {
+	case sshdeck.AuthPassword:
+		if in.password == "" {
+			return h, sshdeck.Credentials{}, check.Invalid("%s is required when %s is password", f("Password"), f("AuthMethod"))
+		}
+		h.KeyType = sshkey.Auto
+		return h, sshdeck.Credentials{Password: in.password}, nil
+	case sshdeck.AuthKey:
+		if in.key == "" {
+			return h, sshdeck.Credentials{}, check.Invalid("%s is required when %s is key", f("SSHKey"), f("AuthMethod"))
+		}
+		if _, err := sshkey.Parse(in.key, in.keyPassword, h.KeyType); err != nil {
+			return h, sshdeck.Credentials{}, check.Invalid("%s: %s", f("SSHKey"), sshdeck.ErrorMessage(err))
+		}
+		return h, sshdeck.Credentials{Key: in.key, KeyPassword: in.keyPassword}, nil
+	}
+	return h, sshdeck.Credentials{}, check.Invalid("%s must be password or key", f("AuthMethod"))
+}

@@ -1,0 +1,142 @@
+package tunnel
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// ServerConfig is what the tunnel API needs.
+type ServerConfig struct {
+	Manager *Manager
+	// Authenticator checks bearer tokens against the store, as the rest of
+	// the API does.
+	Authenticator api.Authenticator
+	// Ping reports whether the store answers, for /healthz.
+	Ping   func(context.Context) error
+	Logger *slog.Logger
+}
+
+type server struct {
+	ServerConfig
+	log *slog.Logger
+}
+
+// handlerFunc is an authenticated tunnel route; a returned error is
+// written as the contract's error body.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string) error
+
+// NewHandler serves the tunnel API ({tunnel_url}).
+func NewHandler(cfg ServerConfig) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{ServerConfig: cfg, log: cfg.Logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		api.NoteRequest(r, "tunnel-healthz", "")
+		api.ServeHealth(w, r, s.log, s.Ping)
+	})
+	routes := []struct {
+		method, path, name string
+		h                  handlerFunc
+	}{
+		{"POST", "/ssh/tunnel/connect", "tunnel-connect", s.connect},
+		{"GET", "/ssh/tunnel/status", "tunnel-status", s.statuses},
+		{"GET", "/ssh/tunnel/status/stream", "tunnel-status-stream", s.stream},
+		{"GET", "/ssh/tunnel/status/{name...}", "tunnel-status-one", s.status},
+		{"POST", "/ssh/tunnel/disconnect", "tunnel-disconnect", s.disconnect(false)},
+		{"POST", "/ssh/tunnel/cancel", "tunnel-cancel", s.disconnect(true)},
+	}
+	methods := []string{"GET"}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, s.authenticated(rt.name, rt.h))
+		methods = append(methods, rt.method)
+	}
+	mux.Handle("/", api.Fallback(mux, methods, s.log))
+	return api.WithRequest(s.log, mux)
+}
+
+func (s *server) authenticated(route string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, err := s.Authenticator.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		api.NoteRequest(r, route, caller.UserID)
+		if err == nil {
+			err = h(w, r, caller.UserID)
+		}
+		if err == nil {
+			return
+		}
+		status := api.Status(sshdeck.ErrorCode(err))
+		if route == "tunnel-connect" && sshdeck.ErrorCode(err) == sshdeck.Forbidden {
+			// The contract: a denied address is the request's fault, 400,
+			// with code forbidden so that clients can tell it apart.
+			status = http.StatusBadRequest
+		}
+		api.WriteErrorStatus(w, r, s.log, err, status)
+	})
+}
+
+// Message is the body of the connect, disconnect and cancel answers.
+type Message struct {
+	Message string `json:"message"`
+}
+
+func (s *server) connect(w http.ResponseWriter, r *http.Request, owner string) error {
+	var req ConnectRequest
+	if err := api.DecodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if err := s.Manager.Connect(r.Context(), owner, &req); err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, Message{"Connection request received"})
+	return nil
+}
+
+func (s *server) statuses(w http.ResponseWriter, r *http.Request, owner string) error {
+	all, err := s.Manager.Statuses(r.Context(), owner)
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, all)
+	return nil
+}
+
+func (s *server) status(w http.ResponseWriter, r *http.Request, owner string) error {
+	st, err := s.Manager.Status(r.Context(), owner, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	api.WriteJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// NameRequest is the body of disconnect and cancel.
+type NameRequest struct {
+	TunnelName string `json:"tunnelName"`
+}
+
+func (s *server) disconnect(cancelled bool) handlerFunc {
+	message := "Tunnel disconnected"
+	if cancelled {
+		message = "Tunnel cancelled"
+	}
+	return func(w http.ResponseWriter, r *http.Request, owner string) error {
+		var req NameRequest
+		if err := api.DecodeBody(w, r, &req); err != nil {
+			return err
+		}
+		if req.TunnelName == "" {
+			return sshdeck.Errorf(sshdeck.Invalid, "tunnelName is required")
+		}
+		if err := s.Manager.Disconnect(r.Context(), owner, req.TunnelName, cancelled); err != nil {
+			return err
+		}
+		api.WriteJSON(w, http.StatusOK, Message{message})
+		return nil
+	}
+}

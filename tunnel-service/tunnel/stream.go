@@ -1,0 +1,104 @@
+package tunnel
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+)
+
+// streamPing is how often an idle stream sends a comment, so that proxies
+// keep it open and a gone client is noticed.
+const streamPing = 15 * time.Second
+
+// stream serves GET /ssh/tunnel/status/stream: Server-Sent Events, one
+// `status` event (data: a Status) per change of one of the caller's
+// tunnels, starting with the current status of each. Changes made on this
+// replica are sent at once; those of other replicas within StreamPoll.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) error {
+	m := s.Manager
+	wake, stop := m.watch(owner)
+	defer stop()
+	current, err := m.Statuses(r.Context(), owner)
+	if err != nil {
+		return err // nothing sent yet: an error body is still possible
+	}
+	rc := http.NewResponseController(w)
+	// The server's write timeout would end the stream.
+	rc.SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx would buffer the stream
+	w.WriteHeader(http.StatusOK)
+
+	sent := map[string]Status{}
+	send := func(all map[string]Status) error {
+		names := make([]string, 0, len(all))
+		for name := range all {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			st := all[name]
+			if prev, ok := sent[name]; ok && sameState(prev, st) {
+				continue
+			}
+			data, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "event: status\ndata: %s\n\n", data); err != nil {
+				return err
+			}
+			sent[name] = st
+		}
+		return rc.Flush()
+	}
+	if err := send(current); err != nil {
+		return nil // the client left
+	}
+	poll := time.NewTicker(m.opts.StreamPoll)
+	defer poll.Stop()
+	ping := time.NewTicker(streamPing)
+	defer ping.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+			continue
+		case <-wake:
+		case <-poll.C:
+		}
+		all, err := m.Statuses(r.Context(), owner)
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.Warn("status stream cannot read the store", "request_id", api.RequestID(r.Context()), "error", err.Error())
+			}
+			continue
+		}
+		if err := send(all); err != nil {
+			return nil
+		}
+	}
+}
+
+// sameState reports whether two statuses of a tunnel say the same, the
+// countdown to the next retry aside: it is not a change.
+func sameState(a, b Status) bool {
+	if (a.ErrorType == nil) != (b.ErrorType == nil) || a.ErrorType != nil && *a.ErrorType != *b.ErrorType ||
+		!a.UpdatedAt.Equal(b.UpdatedAt) {
+		return false
+	}
+	a.NextRetryIn, a.ErrorType, a.UpdatedAt = 0, nil, time.Time{}
+	b.NextRetryIn, b.ErrorType, b.UpdatedAt = 0, nil, time.Time{}
+	return a == b
+}
+

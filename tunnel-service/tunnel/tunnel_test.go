@@ -1,0 +1,49 @@
+package tunnel
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+func TestTunnelCarriesData(t *testing.T) {
+	w := newWorld(t)
+	m := w.manager("a")
+	port := sshdtest.FreePort(t)
+	if err := m.Connect(context.Background(), owner, w.request("data", port)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "data", "connected", state(sshdeck.TunnelConnected))
+
+	t.Run("small", func(t *testing.T) {
+		if err := roundTrip(port, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("100MB in one stream", func(t *testing.T) {
+		if err := roundTrip(port, 100<<20); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("100 parallel connections", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- roundTrip(port, int64(64<<10+i))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
