@@ -65,6 +65,14 @@ func newCacheEntry(k string, now time.Time) *sshdeck.CacheEntry {
 	return &sshdeck.CacheEntry{Key: k, Value: []byte("feed"), StoredAt: now, KeepUntil: now.Add(time.Hour)}
 }
 
+func newTunnel(owner, name string, gen int64) *sshdeck.Tunnel {
+	t := &sshdeck.Tunnel{Owner: owner, Name: name, Generation: gen, Run: true, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	t.Spec.Source.IP, t.Spec.Endpoint.IP = "10.0.0.5", "10.0.0.6"
+	t.Sealed.Source.Password = []byte{0, 1, 2}
+	t.Status.State = sshdeck.TunnelConnecting
+	return t
+}
+
 // TestCallCounts pins the DynamoDB calls of each store method, in the order
 // of a scenario; README.md adds them up per route.
 func TestCallCounts(t *testing.T) {
@@ -159,6 +167,47 @@ func TestCallCounts(t *testing.T) {
 		}, sshdeck.TooLarge, map[string]int{}},
 		{"CacheEntry", func() error { _, err := s.CacheEntry(ctx, "k", now); return err }, "", map[string]int{"GetItem": 1}},
 		{"CacheEntry absent", func() error { _, err := s.CacheEntry(ctx, "other", now); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
+		{"PutTunnel", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, "", map[string]int{"UpdateItem": 1}},
+		{"PutTunnel of an existing name", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"PutTunnel at the next generation", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 2)) }, "", map[string]int{"UpdateItem": 1}},
+		{"PutTunnel stale", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 2)) }, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"PutTunnel absent", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "web", 2)) }, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"Tunnel", func() error { _, err := s.Tunnel(ctx, "usr_a", "db"); return err }, "", map[string]int{"GetItem": 1}},
+		{"Tunnel absent", func() error { _, err := s.Tunnel(ctx, "usr_a", "web"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
+		{"Tunnels", func() error { _, err := s.Tunnels(ctx, "usr_a"); return err }, "", map[string]int{"Query": 1}},
+		{"RunnableTunnels", func() error { _, err := s.RunnableTunnels(ctx); return err }, "", map[string]int{"Query": 1}},
+		{"AcquireTunnelLease", func() error {
+			_, err := s.AcquireTunnelLease(ctx, "usr_a", "db", "replica-1", now, now.Add(time.Minute))
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"AcquireTunnelLease held by another", func() error {
+			_, err := s.AcquireTunnelLease(ctx, "usr_a", "db", "replica-2", now, now.Add(time.Minute))
+			return err
+		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"AcquireTunnelLease absent", func() error {
+			_, err := s.AcquireTunnelLease(ctx, "usr_a", "web", "replica-1", now, now.Add(time.Minute))
+			return err
+		}, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
+		{"SetTunnelStatus", func() error {
+			return s.SetTunnelStatus(ctx, "usr_a", "db", 2, "replica-1", &sshdeck.TunnelStatus{State: sshdeck.TunnelConnected, UpdatedAt: now})
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"SetTunnelStatus by another holder", func() error {
+			return s.SetTunnelStatus(ctx, "usr_a", "db", 2, "replica-2", &sshdeck.TunnelStatus{State: sshdeck.TunnelConnected, UpdatedAt: now})
+		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"SetTunnelStatus absent", func() error {
+			return s.SetTunnelStatus(ctx, "usr_a", "web", 2, "replica-1", &sshdeck.TunnelStatus{State: sshdeck.TunnelConnected, UpdatedAt: now})
+		}, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
+		{"ReleaseTunnelLease by another holder", func() error { return s.ReleaseTunnelLease(ctx, "usr_a", "db", "replica-2") }, "", map[string]int{"UpdateItem": 1}},
+		{"ReleaseTunnelLease", func() error { return s.ReleaseTunnelLease(ctx, "usr_a", "db", "replica-1") }, "", map[string]int{"UpdateItem": 1}},
+		{"ReleaseTunnelLease absent", func() error { return s.ReleaseTunnelLease(ctx, "usr_a", "web", "replica-1") }, "", map[string]int{"UpdateItem": 1}},
+		{"AddKnownHost", func() error {
+			return s.AddKnownHost(ctx, &sshdeck.KnownHost{Owner: "usr_a", Addr: "10.0.0.5:22", Key: "ssh-ed25519 AAAA", CreatedAt: now})
+		}, "", map[string]int{"PutItem": 1}},
+		{"AddKnownHost of a known address", func() error {
+			return s.AddKnownHost(ctx, &sshdeck.KnownHost{Owner: "usr_a", Addr: "10.0.0.5:22", Key: "ssh-ed25519 BBBB", CreatedAt: now})
+		}, sshdeck.Conflict, map[string]int{"PutItem": 1}},
+		{"KnownHost", func() error { _, err := s.KnownHost(ctx, "usr_a", "10.0.0.5:22"); return err }, "", map[string]int{"GetItem": 1}},
+		{"KnownHost absent", func() error { _, err := s.KnownHost(ctx, "usr_a", "10.0.0.6:22"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()
@@ -222,6 +271,38 @@ func TestPagination(t *testing.T) {
 		t.Errorf("got %d users and %d tokens, want 5 of each", len(users), len(tokens))
 	}
 
+	// Tunnels and RunnableTunnels read every page, in order; the filter of
+	// RunnableTunnels leaves pages short or empty, which are not the last
+	// for that. (minidyn pages a filtered Query its own way, so only the
+	// tunnels are checked there, not the calls.)
+	for i := range 5 {
+		for _, owner := range []string{"usr_a", "usr_b"} {
+			tn := newTunnel(owner, fmt.Sprintf("t%d", i), 1)
+			tn.Run = i%2 == 0
+			if err := s.PutTunnel(ctx, tn); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	srv.ResetCalls()
+	tunnels, err := s.Tunnels(ctx, "usr_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(tunnelNames(tunnels)); got != "[usr_b/t0 usr_b/t1 usr_b/t2 usr_b/t3 usr_b/t4]" {
+		t.Errorf("Tunnels: got %s", got)
+	}
+	if n := srv.Calls()["Query"]; n != 3 {
+		t.Errorf("Tunnels made %d Query calls, want 3", n)
+	}
+	tunnels, err = s.RunnableTunnels(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(tunnelNames(tunnels)); got != "[usr_a/t0 usr_a/t2 usr_a/t4 usr_b/t0 usr_b/t2 usr_b/t4]" {
+		t.Errorf("RunnableTunnels: got %s", got)
+	}
+
 	// The trim of recent entries reads them all: it keeps 3 of 5, not of the
 	// first page's 2. Files returns them all.
 	start := time.Now()
@@ -281,6 +362,14 @@ func TestPagination(t *testing.T) {
 	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000001#"); n != 8 {
 		t.Errorf("host 1 has %d entries after deleting host 2, want 8", n)
 	}
+}
+
+func tunnelNames(ts []*sshdeck.Tunnel) []string {
+	var names []string
+	for _, t := range ts {
+		names = append(names, t.Owner+"/"+t.Name)
+	}
+	return names
 }
 
 func filePaths(es []*sshdeck.FileEntry) []string {
@@ -374,9 +463,13 @@ func TestConsistentReads(t *testing.T) {
 			}
 			return nil
 		},
-		"Files":      func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
-		"Alerts":     func() error { _, err := s.Alerts(ctx, time.Now()); return err },
-		"Dismissals": func() error { _, err := s.Dismissals(ctx, "u-1", time.Now()); return err },
+		"Tunnel":          func() error { _, err := s.Tunnel(ctx, "alice", "db"); return err },
+		"Tunnels":         func() error { _, err := s.Tunnels(ctx, "alice"); return err },
+		"RunnableTunnels": func() error { _, err := s.RunnableTunnels(ctx); return err },
+		"KnownHost":       func() error { _, err := s.KnownHost(ctx, "alice", "10.0.0.5:22"); return err },
+		"Files":           func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
+		"Alerts":          func() error { _, err := s.Alerts(ctx, time.Now()); return err },
+		"Dismissals":      func() error { _, err := s.Dismissals(ctx, "u-1", time.Now()); return err },
 	}
 	for name, read := range calls {
 		r.consistent = nil

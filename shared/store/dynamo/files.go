@@ -73,22 +73,38 @@ func (s *Store) PutRecentFile(ctx context.Context, e *sshdeck.FileEntry, keep in
 // none (a zero time), as a put would. An update rather than a put with a
 // read before it: one call, and no read to race.
 func replaceKeepingCreated(attrs map[string]types.AttributeValue) *types.Update {
+	return replacing(attrs, map[string]string{attrCreatedAt: "%[1]s = if_not_exists(%[1]s, %[2]s)"}, attrLastOpened)
+}
+
+// replacing is the update that makes an item hold attrs as a put of them
+// would, but for the attributes attrs do not name, which it leaves alone:
+// SET each of attrs, by the expression in set for its name if any (a format
+// of the name's placeholder and the value's), and REMOVE each of optional
+// that attrs lack, as #<name>. Conditions may add their own placeholders,
+// other than #a<n>, :a<n> and those.
+func replacing(attrs map[string]types.AttributeValue, set map[string]string, optional ...string) *types.Update {
 	names := map[string]string{}
 	values := map[string]types.AttributeValue{}
-	var set []string
+	var sets []string
 	for i, name := range slices.Sorted(maps.Keys(attrs)) {
 		n, v := fmt.Sprintf("#a%d", i), fmt.Sprintf(":a%d", i)
 		names[n], values[v] = name, attrs[name]
-		if name == attrCreatedAt {
-			set = append(set, fmt.Sprintf("%s = if_not_exists(%s, %s)", n, n, v))
-		} else {
-			set = append(set, n+" = "+v)
+		format, ok := set[name]
+		if !ok {
+			format = "%s = %s"
+		}
+		sets = append(sets, fmt.Sprintf(format, n, v))
+	}
+	expr := "SET " + strings.Join(sets, ", ")
+	var removes []string
+	for _, name := range optional {
+		if _, ok := attrs[name]; !ok {
+			names["#"+name] = name
+			removes = append(removes, "#"+name)
 		}
 	}
-	expr := "SET " + strings.Join(set, ", ")
-	if _, ok := attrs[attrLastOpened]; !ok {
-		names["#lastOpened"] = attrLastOpened
-		expr += " REMOVE #lastOpened"
+	if len(removes) > 0 {
+		expr += " REMOVE " + strings.Join(removes, ", ")
 	}
 	return &types.Update{
 		UpdateExpression:          &expr,

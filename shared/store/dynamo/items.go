@@ -129,6 +129,28 @@ func dismissalKey(userID, alertID string) key {
 	return key{userKey(userID).pk, dismissalSKPrefix + alertID}
 }
 
+// tunnelsPK is the partition of every owner's tunnels, so that
+// RunnableTunnels, the replicas' work list, is a Query of one partition
+// rather than a Scan of the table.
+const tunnelsPK = "TUNNELS"
+
+// tunnelSKPrefix starts the sort key of every tunnel of the owner. Owner ids
+// are server-made ("usr_<hex>") and never hold '#', so one owner's prefix
+// selects none of another's ("usr_a#" does not start "usr_ab#..."), whatever
+// the names, which may hold anything.
+func tunnelSKPrefix(owner string) string { return owner + "#" }
+
+// tunnelKey is a tunnel's key: the owner's prefix and the name as it is
+// (at most 128 characters, 512 bytes: within a sort key's 1024), so that
+// within the prefix the sort keys' byte order is the names'.
+func tunnelKey(owner, name string) key { return key{tunnelsPK, tunnelSKPrefix(owner) + name} }
+
+// knownHostSKPrefix starts the sort key of the owner's known hosts, in the
+// owner's partition beside the hosts (HOST#), which it does not start.
+const knownHostSKPrefix = "KNOWNHOST#"
+
+func knownHostKey(owner, addr string) key { return key{ownerPK(owner), knownHostSKPrefix + addr} }
+
 // cacheKey is a cache entry's own partition: entries are read one by one.
 func cacheKey(k string) key { return key{"CACHE#" + k, "CACHE"} }
 
@@ -156,8 +178,16 @@ const tokenGSI1SKPrefix = "TOKEN#"
 // that byte order is time order, then the id for tokens made in the same
 // nanosecond.
 func tokenGSI1SK(created time.Time, id string) string {
-	return tokenGSI1SKPrefix + created.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + id
+	return tokenGSI1SKPrefix + sortableTime(created) + "#" + id
 }
+
+// sortableTimeLayout is UTC to the nanosecond at a fixed width: unlike the
+// RFC 3339 strings of the records' times, which drop trailing zeros, its
+// byte order is time order (for years 0 to 9999), so keys and conditions
+// may compare it.
+const sortableTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func sortableTime(t time.Time) string { return t.UTC().Format(sortableTimeLayout) }
 
 // tokenRetention is how long a token's items outlive its expiry before
 // DynamoDB's TTL may purge them: long enough for the authorizer to answer
@@ -194,14 +224,20 @@ func marshal(v any) (map[string]types.AttributeValue, error) {
 	return item, nil
 }
 
-// omitEmpty deletes the empty lists and maps of an item, nested ones too: a
-// host's tags [] come back as nil, which the store contract allows (the
-// service renders both as []). They cost bytes for nothing, and minidyn, the
-// emulator the tests run on, answers an empty list or map in a way the SDK
-// decodes as another attribute's value.
+// omitEmpty deletes the empty lists, maps and binaries of an item, nested
+// ones too: a host's tags [] come back as nil, which the store contract
+// allows (the service renders both as []), and so does a sealed credential
+// []byte{}, which means no credential as nil does. They cost bytes for
+// nothing, and minidyn, the emulator the tests run on, answers an empty
+// list or map in a way the SDK decodes as another attribute's value, and
+// refuses an empty binary.
 func omitEmpty(m map[string]types.AttributeValue) {
 	for name, av := range m {
 		switch v := av.(type) {
+		case *types.AttributeValueMemberB:
+			if len(v.Value) == 0 {
+				delete(m, name)
+			}
 		case *types.AttributeValueMemberL:
 			if len(v.Value) == 0 {
 				delete(m, name)

@@ -147,7 +147,7 @@ func TestTokenItems(t *testing.T) {
 func TestHostsSelectOnlyHosts(t *testing.T) {
 	s, srv := start(t)
 	mustCreateHosts(t, s, "alice", 2)
-	for _, sk := range []string{"FILE#0000000000000000001#/etc/hosts", "HOST", "HOSTS", "TUNNEL#1", "~"} {
+	for _, sk := range []string{"FILE#0000000000000000001#/etc/hosts", "HOST", "HOSTS", "TUNNEL#1", "KNOWNHOST#10.0.0.5:22", "~"} {
 		item := key("OWNER#alice", sk)
 		item["id"] = &types.AttributeValueMemberN{Value: "7"}
 		putRaw(t, srv, item)
@@ -341,6 +341,92 @@ func TestCacheItem(t *testing.T) {
 	} {
 		if got := attr(item, name); got != want {
 			t.Errorf("cache entry's %s: got %s, want %s", name, got, want)
+		}
+	}
+}
+
+// mapAttr returns the item's attribute name, a map, failing the test if it
+// is anything else.
+func mapAttr(t *testing.T, item map[string]types.AttributeValue, name string) map[string]types.AttributeValue {
+	t.Helper()
+	m, ok := item[name].(*types.AttributeValueMemberM)
+	if !ok {
+		t.Fatalf("%s: got %T, want a map", name, item[name])
+	}
+	return m.Value
+}
+
+// TestTunnelItems checks a tunnel's item through its life: in the TUNNELS
+// partition at <owner>#<name>, the record's attributes but its lease, and
+// the lease as leaseHolder and leaseUntil (fixed-width UTC, which
+// conditions compare as text), the empty string once released.
+func TestTunnelItems(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	tn := newTunnel("usr_a", "db.prod#1", 1)
+	tn.CreatedAt, tn.UpdatedAt = at, at.Add(time.Second)
+	tn.Spec.RetryInterval = 5 * time.Second
+	tn.Lease = sshdeck.TunnelLease{Holder: "intruder", Until: at}
+	if err := s.PutTunnel(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	const pk, sk = "TUNNELS", "usr_a#db.prod#1"
+	item := rawItem(t, srv, pk, sk)
+	for name, want := range map[string]string{
+		"owner": "S:usr_a", "name": "S:db.prod#1", "generation": "N:1", "run": "BOOL:true",
+		"createdAt": "S:2025-03-14T13:09:26.535Z", "updatedAt": "S:2025-03-14T13:09:27.535Z",
+		"lease": "-", "leaseHolder": "-", "leaseUntil": "-", "gsi1pk": "-", "ttl": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("new tunnel's %s: got %s, want %s", name, got, want)
+		}
+	}
+	spec := mapAttr(t, item, "spec")
+	if got := attr(spec, "retryInterval") + " " + attr(mapAttr(t, spec, "source"), "ip"); got != "N:5000000000 S:10.0.0.5" {
+		t.Errorf("tunnel's spec.retryInterval and spec.source.ip: got %s", got)
+	}
+	sealed := mapAttr(t, item, "sealed")
+	if got := attr(mapAttr(t, sealed, "source"), "password") + " " + attr(sealed, "endpoint"); got != "B:000102 -" {
+		t.Errorf("tunnel's sealed.source.password and sealed.endpoint: got %s", got)
+	}
+	status := mapAttr(t, item, "status")
+	if got := attr(status, "state") + " " + attr(status, "nextRetryAt"); got != "S:connecting -" {
+		t.Errorf("tunnel's status.state and status.nextRetryAt: got %s", got)
+	}
+
+	if _, err := s.AcquireTunnelLease(ctx, "usr_a", "db.prod#1", "replica-1", at, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, pk, sk)
+	if got := attr(item, "leaseHolder") + " " + attr(item, "leaseUntil"); got != "S:replica-1 S:2025-03-14T13:10:26.535000000Z" {
+		t.Errorf("leased tunnel: got %s", got)
+	}
+	if err := s.ReleaseTunnelLease(ctx, "usr_a", "db.prod#1", "replica-1"); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, pk, sk)
+	if got := attr(item, "leaseHolder") + " " + attr(item, "leaseUntil") + " " + attr(item, "lease"); got != "S: S: -" {
+		t.Errorf("released tunnel: got %s", got)
+	}
+}
+
+// TestKnownHostItem checks a known host: in its owner's partition, at
+// KNOWNHOST#<address>.
+func TestKnownHostItem(t *testing.T) {
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	k := &sshdeck.KnownHost{Owner: "usr_a", Addr: "10.0.0.5:22", Key: "ssh-ed25519 AAAA", CreatedAt: at}
+	if err := s.AddKnownHost(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "OWNER#usr_a", "KNOWNHOST#10.0.0.5:22")
+	for name, want := range map[string]string{
+		"owner": "S:usr_a", "addr": "S:10.0.0.5:22", "key": "S:ssh-ed25519 AAAA",
+		"createdAt": "S:2025-03-14T15:09:26.535Z", "ttl": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("known host's %s: got %s, want %s", name, got, want)
 		}
 	}
 }

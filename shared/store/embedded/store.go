@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in open when the layout changes.
-const schemaVersion = 2
+const schemaVersion = 3
 
 var (
 	bucketMeta        = []byte("meta")
@@ -28,6 +28,8 @@ var (
 	bucketAlerts      = []byte("alerts")
 	bucketDismissals  = []byte("dismissals")
 	bucketCache       = []byte("cache")
+	bucketTunnels     = []byte("tunnels")
+	bucketKnownHosts  = []byte("known_hosts")
 
 	keySchema = []byte("schema")
 )
@@ -62,8 +64,8 @@ func Open(path string) (*Store, error) {
 }
 
 // prepare creates the buckets of a new file and refuses a file written by a
-// newer sshdeck, whose layout this one could corrupt. Schema 2 only added
-// buckets, so creating the missing ones migrates a schema 1 file.
+// newer sshdeck, whose layout this one could corrupt. Schemas 2 and 3 only
+// added buckets, so creating the missing ones migrates a schema 1 or 2 file.
 func prepare(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
@@ -78,7 +80,7 @@ func prepare(tx *bolt.Tx) error {
 			return fmt.Errorf("the file has schema %d, newer than schema %d of this sshdeck; upgrade sshdeck", n, schemaVersion)
 		}
 	}
-	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache} {
+	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

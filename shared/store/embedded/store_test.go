@@ -132,15 +132,46 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "3")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 3") {
-		t.Fatalf("Open of a schema-3 file: got %v, want an error naming schema 3", err)
+	setSchema(t, path, "4")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 4") {
+		t.Fatalf("Open of a schema-4 file: got %v, want an error naming schema 4", err)
+	}
+}
+
+// downgrade makes a closed store's file as an older sshdeck left it: at
+// schema, without the buckets added since.
+func downgrade(t *testing.T, path, schema string, added ...[]byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range added {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte(schema))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantSchema(t *testing.T, s *Store) {
+	t.Helper()
+	var schema string
+	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
+	if schema != "3" {
+		t.Fatalf("schema after opening: got %q, want 3", schema)
 	}
 }
 
 // TestSchema1Migrates opens a file as sshdeck with schema 1 left it: no
-// file, alert, dismissal or cache bucket. Its hosts stay, and the new kinds
-// work on it.
+// file, alert, dismissal, cache, tunnel or known-host bucket. Its hosts
+// stay, and the new kinds work on it.
 func TestSchema1Migrates(t *testing.T) {
 	ctx := t.Context()
 	s, path := openTemp(t)
@@ -152,22 +183,7 @@ func TestSchema1Migrates(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketFiles, bucketAlerts, bucketDismissals, bucketCache} {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte("1"))
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	downgrade(t, path, "1", bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts)
 
 	s = mustOpen(t, path)
 	defer s.Close()
@@ -178,10 +194,62 @@ func TestSchema1Migrates(t *testing.T) {
 	if _, err := s.Alerts(ctx, time.Now()); err != nil {
 		t.Fatalf("Alerts on a migrated file: %v", err)
 	}
-	var schema string
-	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "2" {
-		t.Fatalf("schema after opening: got %q, want 2", schema)
+	if _, err := s.RunnableTunnels(ctx); err != nil {
+		t.Fatalf("RunnableTunnels on a migrated file: %v", err)
+	}
+	wantSchema(t, s)
+}
+
+// TestSchema2Migrates opens a file as sshdeck with schema 2 left it: no
+// tunnel or known-host bucket. Its hosts and alerts stay, and tunnels and
+// known hosts work on it.
+func TestSchema2Migrates(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t)
+	id, err := s.NextHostID(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a := &sshdeck.Alert{ID: "alr_1", Title: "Hello", ExpiresAt: time.Now().Add(time.Hour), CreatedAt: time.Now()}
+	if err := s.CreateAlert(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	downgrade(t, path, "2", bucketTunnels, bucketKnownHosts)
+
+	s = mustOpen(t, path)
+	if _, err := s.Host(ctx, "alice", id); err != nil {
+		t.Fatalf("Host on a migrated file: %v", err)
+	}
+	if as, err := s.Alerts(ctx, time.Now()); err != nil || len(as) != 1 {
+		t.Fatalf("Alerts on a migrated file: got %d alerts, %v; want 1", len(as), err)
+	}
+	if ts, err := s.RunnableTunnels(ctx); err != nil || len(ts) != 0 {
+		t.Fatalf("RunnableTunnels on a migrated file: got %d tunnels, %v; want none", len(ts), err)
+	}
+	if err := s.PutTunnel(ctx, &sshdeck.Tunnel{Owner: "alice", Name: "db", Generation: 1, Run: true}); err != nil {
+		t.Fatalf("PutTunnel on a migrated file: %v", err)
+	}
+	if _, err := s.AcquireTunnelLease(ctx, "alice", "db", "replica-1", time.Now(), time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("AcquireTunnelLease on a migrated file: %v", err)
+	}
+	if err := s.AddKnownHost(ctx, &sshdeck.KnownHost{Owner: "alice", Addr: "10.0.0.5:22", Key: "ssh-ed25519 AAAA", CreatedAt: time.Now()}); err != nil {
+		t.Fatalf("AddKnownHost on a migrated file: %v", err)
+	}
+	wantSchema(t, s)
+
+	// And the tunnels survive reopening.
+	s.Close()
+	s = mustOpen(t, path)
+	defer s.Close()
+	if ts, err := s.RunnableTunnels(ctx); err != nil || len(ts) != 1 || ts[0].Lease.Holder != "replica-1" {
+		t.Fatalf("RunnableTunnels after reopening: got %+v, %v; want alice's db leased by replica-1", ts, err)
+	}
+	if _, err := s.KnownHost(ctx, "alice", "10.0.0.5:22"); err != nil {
+		t.Fatalf("KnownHost after reopening: %v", err)
 	}
 }
 

@@ -1,0 +1,320 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Attributes of a tunnel item that the writes and conditions name.
+const (
+	attrGeneration = "generation"
+	attrRun        = "run"
+	attrStatus     = "status"
+	attrSealed     = "sealed"
+	attrUpdatedAt  = "updatedAt"
+	// attrLease is sshdeck.Tunnel's lease as marshal encodes it: never
+	// stored, as the lease is the two attributes below.
+	attrLease       = "lease"
+	attrLeaseHolder = "leaseHolder"
+	attrLeaseUntil  = "leaseUntil"
+)
+
+// freeHolder is the leaseHolder of a released lease. A release sets it
+// rather than REMOVE the lease: minidyn, which the tests run on, ignores
+// REMOVE, and conditions treat it as an absent holder (a tunnel never
+// leased).
+const freeHolder = ""
+
+// tunnelItem is a tunnel as stored. The lease is not the record's map but
+// two attributes of their own, leaseHolder and leaseUntil (sortableTime),
+// that only the lease methods write: PutTunnel leaves them alone, and the
+// lease's conditions compare plain values, the time as fixed-width text.
+type tunnelItem struct {
+	sshdeck.Tunnel
+	LeaseHolder string `json:"leaseHolder"`
+	LeaseUntil  string `json:"leaseUntil"`
+}
+
+// tunnel returns the record with its lease.
+func (it *tunnelItem) tunnel() (*sshdeck.Tunnel, error) {
+	t := it.Tunnel
+	t.Lease = sshdeck.TunnelLease{Holder: it.LeaseHolder}
+	if it.LeaseUntil != "" {
+		until, err := time.Parse(sortableTimeLayout, it.LeaseUntil)
+		if err != nil {
+			return nil, errors.New("an item's leaseUntil does not decode")
+		}
+		t.Lease.Until = until
+	}
+	return &t, nil
+}
+
+// decodeTunnel decodes a whole tunnel item.
+func decodeTunnel(item map[string]types.AttributeValue) (*sshdeck.Tunnel, error) {
+	var it tunnelItem
+	if err := unmarshal(item, &it); err != nil {
+		return nil, err
+	}
+	return it.tunnel()
+}
+
+// PutTunnel writes t over the tunnel at the generation before t's (none for
+// generation 1), leaving the lease as stored: one UpdateItem that SETs
+// every attribute of t but the lease, REMOVEs those t has none of (as a put
+// would), and is conditioned attribute_not_exists(pk) for generation 1,
+// generation = t.Generation-1 otherwise. A failed condition is Conflict,
+// also on an absent tunnel.
+func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
+	if t.Owner == "" || t.Name == "" {
+		return errors.New("dynamo: put tunnel: owner and name are required")
+	}
+	attrs, err := marshal(t)
+	if err != nil {
+		return wrap("put tunnel", err)
+	}
+	delete(attrs, attrLease)
+	update := replacing(attrs, nil, attrSealed, attrCreatedAt, attrUpdatedAt)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       tunnelKey(t.Owner, t.Name).attrs(),
+		UpdateExpression:          update.UpdateExpression,
+		ExpressionAttributeNames:  update.ExpressionAttributeNames,
+		ExpressionAttributeValues: update.ExpressionAttributeValues,
+	}
+	if t.Generation == 1 {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames["#pk"] = attrPK
+	} else {
+		in.ConditionExpression = aws.String("#generation = :prev")
+		in.ExpressionAttributeNames["#generation"] = attrGeneration
+		in.ExpressionAttributeValues[":prev"] = num(t.Generation - 1)
+	}
+	_, err = s.client.UpdateItem(ctx, in)
+	if conditionFailed(err) {
+		return tunnelConflict(t.Name, t.Generation)
+	}
+	return wrap("put tunnel", err)
+}
+
+// Tunnel returns the owner's tunnel: one consistent GetItem.
+func (s *Store) Tunnel(ctx context.Context, owner, name string) (*sshdeck.Tunnel, error) {
+	var it tunnelItem
+	found, err := s.get(ctx, tunnelKey(owner, name), &it)
+	if err != nil {
+		return nil, wrap("tunnel", err)
+	}
+	if !found {
+		return nil, tunnelNotFound(name)
+	}
+	t, err := it.tunnel()
+	return t, wrap("tunnel", err)
+}
+
+// Tunnels returns the owner's tunnels ordered by name: a consistent Query
+// of the owner's prefix of the TUNNELS partition (every page), in sort key
+// order, which within the prefix is the names' byte order.
+func (s *Store) Tunnels(ctx context.Context, owner string) ([]*sshdeck.Tunnel, error) {
+	if owner == "" {
+		return []*sshdeck.Tunnel{}, nil // the prefix "#" would be no owner's
+	}
+	tunnels, err := s.queryTunnels(ctx, prefixQuery(tunnelsPK, tunnelSKPrefix(owner)))
+	return tunnels, wrap("tunnels", err)
+}
+
+// RunnableTunnels returns every owner's tunnels whose Run is set, ordered by
+// owner then name: a consistent Query of the TUNNELS partition (every page)
+// filtered on run, which reads (and pays for) the tunnels not running too.
+// The sort keys' order is owner then name but for an owner id that a byte
+// below '#' follows in another's, which generated ids never hold; the sort
+// here makes the order exact whatever the ids.
+func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) {
+	tunnels, err := s.queryTunnels(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:   aws.String("#pk = :pk"),
+		FilterExpression:         aws.String("#run = :run"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#run": attrRun},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(tunnelsPK), ":run": &types.AttributeValueMemberBOOL{Value: true},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, wrap("runnable tunnels", err)
+	}
+	slices.SortStableFunc(tunnels, func(a, b *sshdeck.Tunnel) int {
+		return cmp.Or(strings.Compare(a.Owner, b.Owner), strings.Compare(a.Name, b.Name))
+	})
+	return tunnels, nil
+}
+
+func (s *Store) queryTunnels(ctx context.Context, in *dynamodb.QueryInput) ([]*sshdeck.Tunnel, error) {
+	items, err := query[tunnelItem](ctx, s, in)
+	if err != nil {
+		return nil, err
+	}
+	tunnels := make([]*sshdeck.Tunnel, len(items))
+	for i, it := range items {
+		if tunnels[i], err = it.tunnel(); err != nil {
+			return nil, err
+		}
+	}
+	return tunnels, nil
+}
+
+// SetTunnelStatus replaces the status of the tunnel at generation gen whose
+// lease holder holds, expired or not: one UpdateItem of status alone,
+// conditioned on the tunnel, the generation and the holder (no holder holds
+// a free lease). The item a failed condition returns (ALL_OLD) tells
+// NotFound from Conflict without another call.
+func (s *Store) SetTunnelStatus(ctx context.Context, owner, name string, gen int64, holder string, st *sshdeck.TunnelStatus) error {
+	status, err := marshal(st)
+	if err != nil {
+		return wrap("set tunnel status", err)
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           &s.table,
+		Key:                 tunnelKey(owner, name).attrs(),
+		UpdateExpression:    aws.String("SET #status = :status"),
+		ConditionExpression: aws.String("attribute_exists(#pk) AND #generation = :gen AND #holder = :holder AND #holder <> :free"),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": attrPK, "#status": attrStatus, "#generation": attrGeneration, "#holder": attrLeaseHolder,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":status": &types.AttributeValueMemberM{Value: status}, ":gen": num(gen),
+			":holder": str(holder), ":free": str(freeHolder),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, failed := failedOld(err); failed {
+		if len(old) == 0 {
+			return tunnelNotFound(name)
+		}
+		return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d under the lease of %q", name, gen, holder)
+	}
+	return wrap("set tunnel status", err)
+}
+
+// AcquireTunnelLease makes holder the tunnel's lease holder until `until`
+// if the lease is free, holder's, or expired at now (leaseUntil <= now, as
+// fixed-width text), and returns the tunnel after it: one UpdateItem,
+// ALL_NEW. The item a failed condition returns (ALL_OLD) tells NotFound
+// from Conflict.
+func (s *Store) AcquireTunnelLease(ctx context.Context, owner, name, holder string, now, until time.Time) (*sshdeck.Tunnel, error) {
+	if holder == freeHolder {
+		return nil, errors.New("dynamo: acquire tunnel lease: holder is required")
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        &s.table,
+		Key:              tunnelKey(owner, name).attrs(),
+		UpdateExpression: aws.String("SET #holder = :holder, #until = :until"),
+		ConditionExpression: aws.String("attribute_exists(#pk) AND " +
+			"(attribute_not_exists(#holder) OR #holder = :free OR #holder = :holder OR #until <= :now)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#holder": attrLeaseHolder, "#until": attrLeaseUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":holder": str(holder), ":free": str(freeHolder),
+			":until": str(sortableTime(until)), ":now": str(sortableTime(now)),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, failed := failedOld(err); failed {
+		if len(old) == 0 {
+			return nil, tunnelNotFound(name)
+		}
+		return nil, tunnelLeased(name)
+	}
+	if err != nil {
+		return nil, wrap("acquire tunnel lease", err)
+	}
+	t, err := decodeTunnel(out.Attributes)
+	return t, wrap("acquire tunnel lease", err)
+}
+
+// ReleaseTunnelLease frees the tunnel's lease if holder holds it: one
+// UpdateItem that sets both lease attributes to the empty string,
+// conditioned leaseHolder = holder. A failed condition (another holder, a
+// free lease, an absent tunnel) is no error.
+func (s *Store) ReleaseTunnelLease(ctx context.Context, owner, name, holder string) error {
+	if holder == freeHolder {
+		return nil // no holder holds a lease
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      tunnelKey(owner, name).attrs(),
+		UpdateExpression:         aws.String("SET #holder = :free, #until = :free"),
+		ConditionExpression:      aws.String("#holder = :holder"),
+		ExpressionAttributeNames: map[string]string{"#holder": attrLeaseHolder, "#until": attrLeaseUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":holder": str(holder), ":free": str(freeHolder),
+		},
+	})
+	if conditionFailed(err) {
+		return nil
+	}
+	return wrap("release tunnel lease", err)
+}
+
+// KnownHost returns the owner's key at addr: one consistent GetItem.
+func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.KnownHost, error) {
+	var k sshdeck.KnownHost
+	found, err := s.get(ctx, knownHostKey(owner, addr), &k)
+	if err != nil {
+		return nil, wrap("known host", err)
+	}
+	if !found {
+		return nil, sshdeck.Errorf(sshdeck.NotFound, "no known host key at %s", addr)
+	}
+	return &k, nil
+}
+
+// AddKnownHost puts k only if the owner has no key at its address: one
+// PutItem, Conflict when it has (the first key stays).
+func (s *Store) AddKnownHost(ctx context.Context, k *sshdeck.KnownHost) error {
+	if k.Owner == "" || k.Addr == "" {
+		return errors.New("dynamo: add known host: owner and address are required")
+	}
+	attrs, err := marshal(k)
+	if err != nil {
+		return wrap("add known host", err)
+	}
+	exists, err := s.putIfAbsent(ctx, knownHostKey(k.Owner, k.Addr).with(attrs))
+	if exists {
+		return sshdeck.Errorf(sshdeck.Conflict, "a host key at %s is known already", k.Addr)
+	}
+	return wrap("add known host", err)
+}
+
+// failedOld reports whether a single-item write failed its condition, and
+// the item it failed on as ReturnValuesOnConditionCheckFailure ALL_OLD
+// returns it: empty when there was none.
+func failedOld(err error) (map[string]types.AttributeValue, bool) {
+	ccf, ok := errors.AsType[*types.ConditionalCheckFailedException](err)
+	if !ok {
+		return nil, false
+	}
+	return ccf.Item, true
+}
+
+func tunnelNotFound(name string) error {
+	return sshdeck.Errorf(sshdeck.NotFound, "tunnel %q not found", name)
+}
+
+func tunnelLeased(name string) error {
+	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is leased to another holder", name)
+}
+
+func tunnelConflict(name string, gen int64) error {
+	if gen == 1 {
+		return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q exists", name)
+	}
+	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen-1)
+}

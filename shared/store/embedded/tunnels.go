@@ -1,0 +1,240 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// PutTunnel stores t over the tunnel at the generation before t's (none for
+// generation 1), with the stored lease rather than t's: the lease is the
+// replicas' to write. Conflict otherwise.
+func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
+	if t.Owner == "" || t.Name == "" {
+		return errors.New("embedded: put tunnel: owner and name are required")
+	}
+	return s.update(ctx, "put tunnel", func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketTunnels).CreateBucketIfNotExists([]byte(t.Owner))
+		if err != nil {
+			return err
+		}
+		var stored sshdeck.Tunnel // generation 0 when absent
+		if _, err := getJSON(b, []byte(t.Name), &stored); err != nil {
+			return err
+		}
+		if stored.Generation != t.Generation-1 {
+			return tunnelConflict(t.Name, t.Generation)
+		}
+		put := *t
+		put.Lease = stored.Lease
+		return putJSON(b, []byte(t.Name), &put)
+	})
+}
+
+// Tunnel returns the owner's tunnel; NotFound when absent.
+func (s *Store) Tunnel(ctx context.Context, owner, name string) (*sshdeck.Tunnel, error) {
+	var t *sshdeck.Tunnel
+	err := s.view(ctx, "tunnel", func(tx *bolt.Tx) error {
+		var err error
+		t, err = loadTunnel(tunnelBucket(tx, owner), name)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Tunnels returns the owner's tunnels ordered by name (the order of their
+// keys).
+func (s *Store) Tunnels(ctx context.Context, owner string) ([]*sshdeck.Tunnel, error) {
+	tunnels := []*sshdeck.Tunnel{}
+	err := s.view(ctx, "tunnels", func(tx *bolt.Tx) error {
+		b := tunnelBucket(tx, owner)
+		if b == nil {
+			return nil
+		}
+		return forEachJSON(b, func(t *sshdeck.Tunnel) error {
+			tunnels = append(tunnels, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tunnels, nil
+}
+
+// RunnableTunnels returns every owner's tunnels whose Run is set, ordered by
+// owner then name: the owners' buckets in key order, and each one's keys.
+// It reads every tunnel, which a local store holds few of.
+func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) {
+	tunnels := []*sshdeck.Tunnel{}
+	err := s.view(ctx, "runnable tunnels", func(tx *bolt.Tx) error {
+		all := tx.Bucket(bucketTunnels)
+		return all.ForEach(func(owner, v []byte) error {
+			if v != nil {
+				return nil // not an owner's bucket
+			}
+			return forEachJSON(all.Bucket(owner), func(t *sshdeck.Tunnel) error {
+				if t.Run {
+					tunnels = append(tunnels, t)
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tunnels, nil
+}
+
+// SetTunnelStatus replaces the status of the tunnel at generation gen whose
+// lease holder holds, expired or not; Conflict otherwise, NotFound when
+// absent.
+func (s *Store) SetTunnelStatus(ctx context.Context, owner, name string, gen int64, holder string, st *sshdeck.TunnelStatus) error {
+	return s.update(ctx, "set tunnel status", func(tx *bolt.Tx) error {
+		b := tunnelBucket(tx, owner)
+		t, err := loadTunnel(b, name)
+		if err != nil {
+			return err
+		}
+		if t.Generation != gen || !holds(t, holder) {
+			return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d under the lease of %q", name, gen, holder)
+		}
+		t.Status = *st
+		return putJSON(b, []byte(name), t)
+	})
+}
+
+// AcquireTunnelLease makes holder the tunnel's lease holder until `until`
+// if the lease is free, holder's, or expired at now, and returns the tunnel
+// after it.
+func (s *Store) AcquireTunnelLease(ctx context.Context, owner, name, holder string, now, until time.Time) (*sshdeck.Tunnel, error) {
+	if holder == "" {
+		return nil, errors.New("embedded: acquire tunnel lease: holder is required")
+	}
+	var t *sshdeck.Tunnel
+	err := s.update(ctx, "acquire tunnel lease", func(tx *bolt.Tx) error {
+		b := tunnelBucket(tx, owner)
+		var err error
+		if t, err = loadTunnel(b, name); err != nil {
+			return err
+		}
+		if l := t.Lease; l.Holder != "" && l.Holder != holder && now.Before(l.Until) {
+			return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is leased to another holder", name)
+		}
+		t.Lease = sshdeck.TunnelLease{Holder: holder, Until: until}
+		return putJSON(b, []byte(name), t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ReleaseTunnelLease frees the tunnel's lease if holder holds it, and does
+// nothing otherwise.
+func (s *Store) ReleaseTunnelLease(ctx context.Context, owner, name, holder string) error {
+	return s.update(ctx, "release tunnel lease", func(tx *bolt.Tx) error {
+		b := tunnelBucket(tx, owner)
+		t, err := loadTunnel(b, name)
+		if sshdeck.ErrorCode(err) == sshdeck.NotFound || (err == nil && !holds(t, holder)) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		t.Lease = sshdeck.TunnelLease{}
+		return putJSON(b, []byte(name), t)
+	})
+}
+
+// KnownHost returns the key the owner's tunnels saw first at addr;
+// NotFound when none.
+func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.KnownHost, error) {
+	var k sshdeck.KnownHost
+	found := false
+	err := s.view(ctx, "known host", func(tx *bolt.Tx) error {
+		b := ownerKnownHosts(tx, owner)
+		if b == nil || addr == "" {
+			return nil
+		}
+		var err error
+		found, err = getJSON(b, []byte(addr), &k)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, sshdeck.Errorf(sshdeck.NotFound, "no known host key at %s", addr)
+	}
+	return &k, nil
+}
+
+// AddKnownHost stores k; Conflict when the owner knows its address: the
+// first key stays.
+func (s *Store) AddKnownHost(ctx context.Context, k *sshdeck.KnownHost) error {
+	if k.Owner == "" || k.Addr == "" {
+		return errors.New("embedded: add known host: owner and address are required")
+	}
+	return s.update(ctx, "add known host", func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketKnownHosts).CreateBucketIfNotExists([]byte(k.Owner))
+		if err != nil {
+			return err
+		}
+		if b.Get([]byte(k.Addr)) != nil {
+			return sshdeck.Errorf(sshdeck.Conflict, "a host key at %s is known already", k.Addr)
+		}
+		return putJSON(b, []byte(k.Addr), k)
+	})
+}
+
+// holds reports whether holder holds t's lease; no holder holds none.
+func holds(t *sshdeck.Tunnel, holder string) bool {
+	return holder != "" && t.Lease.Holder == holder
+}
+
+// tunnelBucket returns nil for an owner who never had a tunnel.
+func tunnelBucket(tx *bolt.Tx, owner string) *bolt.Bucket {
+	if owner == "" {
+		return nil
+	}
+	return tx.Bucket(bucketTunnels).Bucket([]byte(owner))
+}
+
+// ownerKnownHosts returns nil for an owner who never had a known host.
+func ownerKnownHosts(tx *bolt.Tx, owner string) *bolt.Bucket {
+	if owner == "" {
+		return nil
+	}
+	return tx.Bucket(bucketKnownHosts).Bucket([]byte(owner))
+}
+
+func loadTunnel(b *bolt.Bucket, name string) (*sshdeck.Tunnel, error) {
+	var t sshdeck.Tunnel
+	found := false
+	if b != nil && name != "" {
+		var err error
+		if found, err = getJSON(b, []byte(name), &t); err != nil {
+			return nil, err
+		}
+	}
+	if !found {
+		return nil, sshdeck.Errorf(sshdeck.NotFound, "tunnel %q not found", name)
+	}
+	return &t, nil
+}
+
+func tunnelConflict(name string, gen int64) error {
+	if gen == 1 {
+		return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q exists", name)
+	}
+	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen-1)
+}
