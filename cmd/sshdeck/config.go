@@ -12,9 +12,10 @@ import (
 // config is every setting of the sshdeck command, from flags over the
 // SSHDECK_* environment over defaults.
 type config struct {
-	Data  string // SSHDECK_DATA
-	Addr  string // SSHDECK_ADDR
-	Table string // SSHDECK_TABLE: the admin commands work on this DynamoDB table instead
+	Data       string // SSHDECK_DATA
+	Addr       string // SSHDECK_ADDR
+	TunnelAddr string // SSHDECK_TUNNEL_ADDR
+	Table      string // SSHDECK_TABLE: the admin commands work on this DynamoDB table instead
 }
 
 func envOr(name, def string) string {

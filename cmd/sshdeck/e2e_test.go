@@ -44,17 +44,18 @@ func TestMain(m *testing.M) {
 const startupTimeout = 30 * time.Second
 
 type server struct {
-	cmd    *exec.Cmd
-	url    string
-	stdout chan string
-	done   chan error
+	cmd       *exec.Cmd
+	url       string // the API
+	tunnelURL string // the tunnel service
+	stdout    chan string
+	done      chan error
 }
 
 // serve starts `sshdeck serve` in dir on a free port and waits until it
 // logs that it serves.
 func serve(t *testing.T, dir string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--tunnel-addr", "127.0.0.1:0")
 	cmd.Dir = dir
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
@@ -72,9 +73,12 @@ func serve(t *testing.T, dir string) *server {
 			if !ok {
 				t.Fatal("serve exited before serving")
 			}
-			var entry struct{ Msg, API string }
+			var entry struct {
+				Msg, API string
+				Tunnel   string `json:"tunnel_service"`
+			}
 			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" {
-				s.url = entry.API
+				s.url, s.tunnelURL = entry.API, entry.Tunnel
 			}
 		case <-deadline:
 			t.Fatal("serve did not start")

@@ -16,6 +16,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
 // bootstrapTokenTTL is the life of the admin token made on first start.
@@ -28,6 +29,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var cfg config
 	fs := newFlags("serve", &cfg, stderr)
 	fs.StringVar(&cfg.Addr, "addr", envOr("SSHDECK_ADDR", "127.0.0.1:8080"), "address of the API (SSHDECK_ADDR)")
+	fs.StringVar(&cfg.TunnelAddr, "tunnel-addr", envOr("SSHDECK_TUNNEL_ADDR", "127.0.0.1:8081"), "address of the tunnel service (SSHDECK_TUNNEL_ADDR)")
 	if _, err := parse(fs, args, 0, &cfg); err != nil {
 		return err
 	}
@@ -61,12 +63,30 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token, shown this once and valid %d days:\n\n    %s\n\nMake more with: sshdeck token create --user admin\n", int(bootstrapTokenTTL.Hours()/24), token)
 	}
 
+	tunnelOpts, err := tunnel.OptionsFromEnv()
+	if err != nil {
+		return err
+	}
+	// One process holds the store's file, so this is the only replica: a
+	// fixed name lets it resume its own autoStart tunnels at once after a
+	// crash, instead of waiting for their leases to expire.
+	tunnelOpts.Holder, tunnelOpts.Log = "local", log
+	tunnels := tunnel.NewManager(store, secret.NewSealer(keyring), tunnelOpts)
+
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	servers := []*http.Server{newHTTPServer(apiServer.Router(), log)}
-	listeners := []net.Listener{listener}
+	tunnelListener, err := net.Listen("tcp", cfg.TunnelAddr)
+	if err != nil {
+		listener.Close()
+		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
+	}
+	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: authn, Ping: store.Ping, Logger: log})
+	servers := []*http.Server{newHTTPServer(apiServer.Router(), log), newHTTPServer(tunnelHandler, log)}
+	listeners := []net.Listener{listener, tunnelListener}
+	tunnels.Start()
+	defer tunnels.Shutdown(context.Background())
 	if sock, err := listenAdminSocket(cfg.socketPath()); err != nil {
 		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", err.Error())
 	} else {
@@ -74,7 +94,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		servers = append(servers, newHTTPServer(adminHandler(admin), log))
 		listeners = append(listeners, sock)
 	}
-	log.Info("serving", "api", "http://"+listener.Addr().String(), "data", cfg.Data)
+	log.Info("serving", "api", "http://"+listener.Addr().String(), "tunnel_service", "http://"+tunnelListener.Addr().String(), "data", cfg.Data)
 	return serveUntilDone(ctx, servers, listeners, log)
 }
 

@@ -40,7 +40,7 @@ func TestPasswordAndEncryptedKey(t *testing.T) {
 	req.EndpointSSHKey, req.EndpointKeyPassword = key, "staple"
 	connect(t, m, req)
 	waitFor(t, m, "mixed", "connected", state(sshdeck.TunnelConnected))
-	if err := roundTrip(port, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,7 +65,7 @@ func TestEndpointRestart(t *testing.T) {
 	}
 	w.endpoint.Restart()
 	waitFor(t, m, "restart", "connected again", state(sshdeck.TunnelConnected))
-	if err := roundTrip(port, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,7 +84,7 @@ func TestSourceRestart(t *testing.T) {
 	waitFor(t, m, "source", "retrying or waiting", func(st Status) bool { return st.Status != sshdeck.TunnelConnected })
 	w.source.Restart()
 	waitFor(t, m, "source", "connected again", state(sshdeck.TunnelConnected))
-	if err := roundTrip(port, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -190,11 +190,11 @@ func TestDisconnectAndCancel(t *testing.T) {
 		port := sshdtest.FreePort(t)
 		connect(t, m, w.request("stop", port))
 		waitFor(t, m, "stop", "connected", state(sshdeck.TunnelConnected))
-		waitPort(t, port, false)
+		sshdtest.WaitPort(t, port, false)
 		if err := m.Disconnect(context.Background(), owner, "stop", cancelled); err != nil {
 			t.Fatal(err)
 		}
-		waitPort(t, port, true)
+		sshdtest.WaitPort(t, port, true)
 		st := waitFor(t, m, "stop", "disconnected", state(sshdeck.TunnelDisconnected))
 		if !st.ManualDisconnect {
 			t.Errorf("status %+v: manualDisconnect not set", st)

@@ -1,18 +1,8 @@
 package tunnel
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"math/rand/v2"
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,7 +44,7 @@ func newWorld(t *testing.T) *world {
 		source:   sshdtest.Start(t, cfg),
 		endpoint: sshdtest.Start(t, cfg),
 		key:      key,
-		echoPort: startEcho(t),
+		echoPort: sshdtest.StartEcho(t),
 		store:    store,
 		sealer:   secret.NewSealer(keyring),
 	}
@@ -128,85 +118,3 @@ func waitFor(t *testing.T, m *Manager, name string, what string, ok func(Status)
 func state(want sshdeck.TunnelState) func(Status) bool {
 	return func(st Status) bool { return st.Status == want }
 }
-
-// startEcho serves an echo on 127.0.0.1 that honours half-close: it sends
-// back everything, then closes its sending side when the client has.
-func startEcho(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// roundTrip sends n random bytes through the endpoint port, half-closes,
-// and checks the echo brings back the same bytes (by SHA-256).
-func roundTrip(port int, n int64) error {
-	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	sent, received := sha256.New(), sha256.New()
-	var seed [32]byte
-	binary.LittleEndian.PutUint64(seed[:], uint64(n))
-	var writeErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, writeErr = io.Copy(c, io.TeeReader(io.LimitReader(rand.NewChaCha8(seed), n), sent))
-		if writeErr == nil {
-			writeErr = c.(*net.TCPConn).CloseWrite()
-		}
-	}()
-	got, err := io.Copy(received, c)
-	<-done
-	switch {
-	case writeErr != nil:
-		return fmt.Errorf("write: %w", writeErr)
-	case err != nil:
-		return fmt.Errorf("read after %d bytes: %w", got, err)
-	case got != n:
-		return fmt.Errorf("echo carried %d bytes of %d", got, n)
-	case !bytes.Equal(sent.Sum(nil), received.Sum(nil)):
-		return fmt.Errorf("echo of %d bytes came back different", n)
-	}
-	return nil
-}
-
-// portClosed reports whether nothing listens on the endpoint port.
-func portClosed(port int) bool {
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-	if err == nil {
-		c.Close()
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-func waitPort(t *testing.T, port int, closed bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if portClosed(port) == closed {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("port %d: closed = %v never happened", port, closed)
-}
-

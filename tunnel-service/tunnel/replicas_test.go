@@ -61,7 +61,7 @@ func TestReplicasTakeOver(t *testing.T) {
 	if h := w.holder(t, "auto"); h != "b" {
 		t.Errorf("lease holder %q, want b", h)
 	}
-	if err := roundTrip(port, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -108,7 +108,7 @@ func TestAutoStartOnStart(t *testing.T) {
 	connect(t, first, req)
 	waitFor(t, first, "boot", "connected", state(sshdeck.TunnelConnected))
 	first.Shutdown(context.Background())
-	waitPort(t, port, true)
+	sshdtest.WaitPort(t, port, true)
 	st, err := first.Status(context.Background(), owner, "boot")
 	if err != nil || st.Status != sshdeck.TunnelWaiting || w.holder(t, "boot") != "" {
 		t.Fatalf("after shutdown: %+v, %v, holder %q: want waiting with the lease released", st, err, w.holder(t, "boot"))
@@ -116,7 +116,7 @@ func TestAutoStartOnStart(t *testing.T) {
 
 	next := w.manager("next")
 	waitFor(t, next, "boot", "connected again", state(sshdeck.TunnelConnected))
-	if err := roundTrip(port, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,22 +143,22 @@ func TestChangesThroughAnotherReplica(t *testing.T) {
 	first := sshdtest.FreePort(t)
 	connect(t, a, w.request("moved", first))
 	waitFor(t, b, "moved", "connected", state(sshdeck.TunnelConnected))
-	waitPort(t, first, false)
+	sshdtest.WaitPort(t, first, false)
 
 	second := sshdtest.FreePort(t)
 	connect(t, b, w.request("moved", second))
-	waitUntil(t, "a carrying the second port", func() bool { return !portClosed(second) })
-	waitPort(t, first, true)
+	waitUntil(t, "a carrying the second port", func() bool { return !sshdtest.PortClosed(second) })
+	sshdtest.WaitPort(t, first, true)
 	if !a.running(tunnelKey{owner, "moved"}) || b.running(tunnelKey{owner, "moved"}) {
 		t.Error("the tunnel should have stayed on a, its lease holder")
 	}
-	if err := roundTrip(second, 1<<20); err != nil {
+	if err := sshdtest.RoundTrip(second, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 
 	if err := b.Disconnect(context.Background(), owner, "moved", false); err != nil {
 		t.Fatal(err)
 	}
-	waitPort(t, second, true)
+	sshdtest.WaitPort(t, second, true)
 	waitUntil(t, "a stopping it", func() bool { return !a.running(tunnelKey{owner, "moved"}) })
 }

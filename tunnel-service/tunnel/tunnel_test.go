@@ -19,12 +19,12 @@ func TestTunnelCarriesData(t *testing.T) {
 	waitFor(t, m, "data", "connected", state(sshdeck.TunnelConnected))
 
 	t.Run("small", func(t *testing.T) {
-		if err := roundTrip(port, 1); err != nil {
+		if err := sshdtest.RoundTrip(port, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("100MB in one stream", func(t *testing.T) {
-		if err := roundTrip(port, 100<<20); err != nil {
+		if err := sshdtest.RoundTrip(port, 100<<20); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -35,7 +35,7 @@ func TestTunnelCarriesData(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- roundTrip(port, int64(64<<10+i))
+				errs <- sshdtest.RoundTrip(port, int64(64<<10+i))
 			}()
 		}
 		wg.Wait()

@@ -1,0 +1,100 @@
+package sshdtest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// StartEcho serves an echo on 127.0.0.1, the service a tunnel carries
+// connections to. It honours half-close: it sends back everything, then
+// closes its sending side once the client has closed its own.
+func StartEcho(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// RoundTrip sends n random bytes to 127.0.0.1:port, half-closes, and checks
+// that the echo brings back the same bytes (by SHA-256) and then EOF.
+func RoundTrip(port int, n int64) error {
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sent, received := sha256.New(), sha256.New()
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(n))
+	var writeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, writeErr = io.Copy(c, io.TeeReader(io.LimitReader(rand.NewChaCha8(seed), n), sent))
+		if writeErr == nil {
+			writeErr = c.(*net.TCPConn).CloseWrite()
+		}
+	}()
+	got, err := io.Copy(received, c)
+	<-done
+	switch {
+	case writeErr != nil:
+		return fmt.Errorf("write: %w", writeErr)
+	case err != nil:
+		return fmt.Errorf("read after %d bytes: %w", got, err)
+	case got != n:
+		return fmt.Errorf("echo carried %d bytes of %d", got, n)
+	case !bytes.Equal(sent.Sum(nil), received.Sum(nil)):
+		return fmt.Errorf("echo of %d bytes came back different", n)
+	}
+	return nil
+}
+
+// PortClosed reports whether 127.0.0.1:port refuses connections.
+func PortClosed(port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// WaitPort polls until 127.0.0.1:port is closed (or open), failing after a
+// deadline.
+func WaitPort(t testing.TB, port int, closed bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for PortClosed(port) != closed {
+		if time.Now().After(deadline) {
+			t.Fatalf("port %d: closed = %v never happened", port, closed)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

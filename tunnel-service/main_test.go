@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/kmstest"
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tunnel-service")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "tunnel-service")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// replica is one tunnel-service process.
+type replica struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan struct{} // closed when the process has exited
+	err    error         // its exit, once exited is closed
+	log    bytes.Buffer  // its log lines, for failure messages
+	mu     sync.Mutex
+}
+
+func (r *replica) logText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log.String()
+}
+
+func startReplica(t *testing.T, env []string, id string) *replica {
+	t.Helper()
+	cmd := exec.Command(binary)
+	cmd.Env = append(env, "SSHDECK_REPLICA_ID="+id, "SSHDECK_TUNNEL_ADDR=127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{cmd: cmd, exited: make(chan struct{})}
+	urls := make(chan string, 1)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		scan := bufio.NewScanner(stdout)
+		for scan.Scan() {
+			r.mu.Lock()
+			r.log.Write(append(scan.Bytes(), '\n'))
+			r.mu.Unlock()
+			var line struct {
+				Msg string
+				URL string `json:"tunnel_service"`
+			}
+			if json.Unmarshal(scan.Bytes(), &line) == nil && line.Msg == "serving" {
+				urls <- line.URL
+			}
+		}
+	}()
+	go func() {
+		<-scanned // Wait closes stdout: read it all first
+		r.err = cmd.Wait()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-r.exited
+		if t.Failed() {
+			t.Logf("replica %s log:\n%s", id, r.logText())
+		}
+	})
+	select {
+	case r.url = <-urls:
+	case <-r.exited:
+		t.Fatalf("replica %s exited before serving: %v", id, r.err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("replica %s did not start", id)
+	}
+	return r
+}
+
+func call(t *testing.T, method, url, token string, body any) (int, []byte) {
+	t.Helper()
+	var in io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		in = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, in)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// TestTwoReplicasOverDynamoDB: two tunnel-service processes share a
+// DynamoDB table (minidyn) and KMS (a fake); the lease holder is killed
+// with SIGKILL, and the other process takes its autoStart tunnel over.
+func TestTwoReplicasOverDynamoDB(t *testing.T) {
+	sshdtest.Require(t)
+	key, pub := sshdtest.NewKey(t, "")
+	hosts := sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{pub}}
+	source, endpoint := sshdtest.Start(t, hosts), sshdtest.Start(t, hosts)
+	echo := sshdtest.StartEcho(t)
+	db, keys := dynamotest.Start(t), kmstest.Start(t)
+	store := dynamo.New(db.Client, db.Table)
+	admin := auth.NewAdmin(store, nil, nil)
+	if _, err := admin.AddUser(t.Context(), "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := admin.CreateToken(t.Context(), "alice", "test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), db.Env()...)
+	env = append(env, "SSHDECK_KMS_KEY_ID="+keys.KeyID, "AWS_ENDPOINT_URL_KMS="+keys.URL, "SSHDECK_TUNNEL_LEASE_TTL=1500ms")
+
+	a := startReplica(t, env, "a")
+	b := startReplica(t, env, "b")
+	port := sshdtest.FreePort(t)
+	status, body := call(t, "POST", a.url+"/ssh/tunnel/connect", token, map[string]any{
+		"name": "auto", "autoStart": true, "maxRetries": 100, "retryInterval": 200,
+		"sourceIP": "127.0.0.1", "sourceSSHPort": source.Port, "sourceUsername": "root", "sourceSSHKey": key,
+		"endpointIP": "127.0.0.1", "endpointSSHPort": endpoint.Port, "endpointUsername": "root", "endpointSSHKey": key,
+		"sourcePort": echo, "endpointPort": port,
+	})
+	if status != http.StatusOK {
+		t.Fatalf("connect: %d %s", status, body)
+	}
+	holder := func() string {
+		tn, err := store.Tunnel(context.Background(), mustUser(t, store), "auto")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tn.Lease.Holder
+	}
+	connected := func(r *replica) func() bool {
+		return func() bool {
+			status, body := call(t, "GET", r.url+"/ssh/tunnel/status/auto", token, nil)
+			return status == http.StatusOK && strings.Contains(string(body), `"status":"connected"`)
+		}
+	}
+	waitUntil(t, "connected, read through b", connected(b))
+	if h := holder(); h != "a" {
+		t.Fatalf("lease holder %q, want a (which took the connect)", h)
+	}
+	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
+		t.Fatal(err)
+	}
+
+	a.cmd.Process.Kill() // SIGKILL: no lease released, no status written
+	<-a.exited
+	sshdtest.WaitPort(t, port, true)
+	waitUntil(t, "b holding the tunnel", func() bool { return holder() == "b" })
+	waitUntil(t, "connected through b", connected(b))
+	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := call(t, "GET", b.url+"/healthz", "", nil); status != http.StatusOK {
+		t.Fatalf("healthz: %d %s", status, body)
+	}
+}
+
+func mustUser(t *testing.T, store *dynamo.Store) string {
+	u, err := store.UserByName(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.ID
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestDockerfile checks what can be checked without a Docker engine: the
+// image is distroless static and runs as a non-root user, and the binary
+// built as the Dockerfile builds it is static (no ELF interpreter).
+func TestDockerfile(t *testing.T) {
+	df, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(df)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^FROM gcr\.io/distroless/static[^\s]*:nonroot$`),
+		regexp.MustCompile(`(?m)^USER 65532:65532$`),
+		regexp.MustCompile(`CGO_ENABLED=0`),
+		regexp.MustCompile(`(?m)^ENTRYPOINT \["/tunnel-service"\]$`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("Dockerfile lacks %s", want)
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^COPY (\S+/) `).FindAllStringSubmatch(text, -1) {
+		if _, err := os.Stat(filepath.Join("..", m[1])); err != nil {
+			t.Errorf("Dockerfile copies %s, which does not exist", m[1])
+		}
+	}
+	out := filepath.Join(t.TempDir(), "tunnel-service")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, b)
+	}
+	f, err := elf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatal("the binary has an ELF interpreter: it is not static")
+		}
+	}
+	if f.Machine != elf.EM_AARCH64 {
+		t.Errorf("machine %v, want arm64 (Fargate Graviton)", f.Machine)
+	}
+}
