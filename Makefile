@@ -1,7 +1,8 @@
 # sshdeck: `make run` serves it locally, `make test` checks everything.
 # Both install what they need on a fresh machine: Go modules, and for the tests
 # curl, ssh-keygen and zip (the README walk-through runs as a test; the
-# Lambda bundles are zips).
+# Lambda bundles are zips) and OpenSSH's sshd (the tunnel tests run real
+# source and endpoint hosts on loopback).
 
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
@@ -15,7 +16,7 @@ LAMBDA_ARGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 # Lambda takes up to 50 MB zipped; we hold each bootstrap to 10 MB.
 MAX_BOOTSTRAP_BYTES := 10000000
 
-.PHONY: run test bench build sshdeck deps fmt-check vet clean FORCE
+.PHONY: run test bench build sshdeck tunnel-service deps fmt-check vet clean FORCE
 
 ## run: build the sshdeck command and serve the API on 127.0.0.1:8080 over ./.sshdeck
 run: sshdeck
@@ -24,6 +25,10 @@ run: sshdeck
 ## sshdeck: the local sshdeck command into bin/
 sshdeck:
 	$(GO) build -o $(BIN)/sshdeck ./cmd/sshdeck
+
+## tunnel-service: the tunnel service alone (the container's binary) into bin/
+tunnel-service:
+	$(GO) build -o $(BIN)/tunnel-service ./tunnel-service
 
 ## build: every Lambda function for linux/arm64, build/<name>/bootstrap and build/<name>.zip
 build: $(FUNCTIONS:%=build/%.zip)
@@ -59,6 +64,7 @@ deps:
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
 	command -v zip >/dev/null || missing="$$missing zip"; \
+	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing"; \
 		$(SUDO) apt-get update -qq && \

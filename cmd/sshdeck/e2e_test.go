@@ -343,6 +343,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	t.Setenv("SSHDECK_RELEASES_API_URL", upstreamtest.StartGitHub(t).URL)
 	srv := serve(t, dir)
 	script = strings.ReplaceAll(script, "http://127.0.0.1:8080", srv.url)
+	script = strings.ReplaceAll(script, "http://127.0.0.1:8081", srv.tunnelURL)
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -357,6 +358,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		`"title":"Maintenance tonight"`, `"priority":"high"`, `{"message":"Alert dismissed"}` + "\n[]\n",
 		`"title":"acme/deck releases"`, `"total_count":2,"page":1,"per_page":2,"cached":false,"cache_age":0}`,
 		`"per_page":2,"cached":true,`,
+		`{"message":"Connection request received"}`, `{"demo":{"name":"demo","status":"failed"`, `"errorType":"network"`,
+		`"code":"forbidden"}`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
