@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
@@ -20,6 +21,15 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
+
+// eventStream is the media type of Server-Sent Events. kin-openapi has no
+// decoder for it: its body is validated as a string against the schema,
+// then as events by checkEvents.
+const eventStream = "text/event-stream"
+
+func init() {
+	openapi3filter.RegisterBodyDecoder(eventStream, openapi3filter.PlainBodyDecoder)
+}
 
 // Validator checks requests' responses against openapi.yaml.
 type Validator struct {
@@ -51,9 +61,16 @@ func Load(t testing.TB, path string) *Validator {
 		return nil
 	}
 	// Route on paths alone: tests send requests to httptest hosts, not to the
-	// document's servers. The copy shares every operation with doc.
+	// document's servers, nor to a path's own servers (the tunnel service's
+	// paths have theirs). The copy shares every operation with doc.
 	routed := *doc
 	routed.Servers = nil
+	routed.Paths = openapi3.NewPaths()
+	for p, item := range doc.Paths.Map() {
+		unserved := *item
+		unserved.Servers = nil
+		routed.Paths.Set(p, &unserved)
+	}
 	router, err := gorillamux.NewRouter(&routed)
 	if err != nil {
 		t.Fatalf("openapitest: route %s: %v", path, err)
@@ -153,6 +170,82 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	if !options.ExcludeResponseBody && isJSON(header.Get("Content-Type")) && !json.Valid(body) {
 		return errors.New("response body is not one valid JSON value")
 	}
+	if !options.ExcludeResponseBody && isEventStream(header.Get("Content-Type")) {
+		return v.checkEvents(route.Operation, status, header.Get("Content-Type"), body)
+	}
+	return nil
+}
+
+// checkEvents checks a text/event-stream body: every line is a field
+// (event, data, id, retry) or a comment, and every complete event (ended by
+// an empty line; a stream read in part may end inside one) whose type the
+// media type's x-sshdeck-events maps to a schema name has, as its data, a
+// JSON value valid against components.schemas[name]. With that map, an
+// event type it does not name is an error.
+func (v *Validator) checkEvents(op *openapi3.Operation, status int, contentType string, body []byte) error {
+	var schemas map[string]any
+	if resp := op.Responses.Status(status); resp != nil && resp.Value != nil {
+		if mt := resp.Value.Content.Get(contentType); mt != nil {
+			schemas, _ = mt.Extensions["x-sshdeck-events"].(map[string]any)
+		}
+	}
+	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsResponse(), openapi3.MultiErrors(),
+		openapi3.SetSchemaErrorMessageCustomizer(schemaError)}
+	if v.doc.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+	}
+	event, data, n := "", []string(nil), 0
+	for line := range strings.Lines(string(body)) {
+		if !strings.HasSuffix(line, "\n") {
+			break // the stream was cut inside an event
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "": // a comment, or the empty line that ends an event
+			if line != "" || data == nil {
+				continue
+			}
+			n++
+			if event == "" {
+				event = "message"
+			}
+			if err := v.checkEvent(schemas, n, event, strings.Join(data, "\n"), opts); err != nil {
+				return err
+			}
+			event, data = "", nil
+		case "event":
+			event = value
+		case "data":
+			data = append(data, value)
+		case "id", "retry":
+		default:
+			return fmt.Errorf("event stream: line %q is not a field (event, data, id, retry) or a comment", line)
+		}
+	}
+	return nil
+}
+
+func (v *Validator) checkEvent(schemas map[string]any, n int, event, data string, opts []openapi3.SchemaValidationOption) error {
+	if schemas == nil {
+		return nil
+	}
+	name, _ := schemas[event].(string)
+	if name == "" {
+		return fmt.Errorf("event stream: event %d is of type %q, which the document does not list in x-sshdeck-events", n, event)
+	}
+	schema := v.doc.Components.Schemas[name]
+	if schema == nil || schema.Value == nil {
+		return fmt.Errorf("event stream: x-sshdeck-events names schema %q, which components.schemas does not have", name)
+	}
+	var value any
+	if err := json.Unmarshal([]byte(data), &value); err != nil {
+		return fmt.Errorf("event stream: event %d (%s): data is not one JSON value: %v", n, event, err)
+	}
+	if err := schema.Value.VisitJSON(value, opts...); err != nil {
+		return fmt.Errorf("event stream: event %d (%s): data doesn't match schema %q: %v", n, event, name, err)
+	}
 	return nil
 }
 
@@ -162,6 +255,11 @@ func schemaError(err *openapi3.SchemaError) string {
 		reason = "does not match schema keyword " + strconv.Quote(err.SchemaField)
 	}
 	return "at /" + strings.Join(err.JSONPointer(), "/") + ": " + reason
+}
+
+func isEventStream(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == eventStream
 }
 
 func isJSON(contentType string) bool {

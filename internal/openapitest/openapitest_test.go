@@ -58,6 +58,22 @@ const host = `{"id":1,"name":"web","ip":"10.0.0.1","port":22,"username":"root","
 "endpointHost":"127.0.0.1","maxRetries":3,"retryInterval":5,"autoStart":false}],
 "password":"secret","key":"","keyPassword":"","createdAt":"2026-11-21T15:04:05.123Z","updatedAt":"2026-11-21T15:04:05Z"}`
 
+const tunnelStatus = `{"name":"a/b","status":"waiting","retryCount":1,"maxRetries":3,"nextRetryIn":5,
+"reason":"tunnel: connection refused or unreachable","errorType":"network","retryExhausted":false,
+"manualDisconnect":false,"hostName":"web","sourcePort":80,"endpointPort":8080,"autoStart":false,
+"isPinned":true,"updatedAt":"2026-11-21T15:04:05.123Z"}`
+
+// sse returns the headers of the tunnel status stream, then adds the given
+// name/value pairs as headers does.
+func sse(kv ...string) http.Header {
+	return headers(append([]string{"Content-Type", "", "Content-Type", "text/event-stream", "Cache-Control", "no-cache"}, kv...)...)
+}
+
+// event is one status event of the stream with data on one line.
+func event(data string) string {
+	return "event: status\ndata: " + strings.ReplaceAll(data, "\n", "") + "\n\n"
+}
+
 func TestCheck(t *testing.T) {
 	v := openapitest.Load(t, document)
 	for _, tc := range []struct {
@@ -98,6 +114,33 @@ func TestCheck(t *testing.T) {
 		{"trailing garbage", "GET", "/healthz", 200, headers(), `{"status":"ok","store":"ok"} trailing`, "not one valid JSON value"},
 		{"wrong method no allow", "PATCH", "/ssh/db/host/1", 405, headers(), `{"error":"no","code":"method_not_allowed"}`, `"Allow" missing`},
 		{"not json", "GET", "/healthz", 200, headers("Content-Type", "", "Content-Type", "text/plain"), `ok`, "Content-Type"},
+
+		// The tunnel service's paths have servers of their own: they route
+		// on the path all the same.
+		{"tunnel status", "GET", "/ssh/tunnel/status/a%2Fb", 200, headers(), tunnelStatus, ""},
+		{"tunnel statuses", "GET", "/ssh/tunnel/status", 200, headers(), `{"a/b":` + tunnelStatus + `}`, ""},
+		{"no tunnels", "GET", "/ssh/tunnel/status", 200, headers(), `{}`, ""},
+		{"no error type", "GET", "/ssh/tunnel/status/a", 200, headers(), strings.Replace(tunnelStatus, `"network"`, `null`, 1), ""},
+		{"bad error type", "GET", "/ssh/tunnel/status/a", 200, headers(), strings.Replace(tunnelStatus, `"network"`, `"dns"`, 1), "doesn't match schema"},
+		{"bad tunnel state", "GET", "/ssh/tunnel/status/a", 200, headers(), strings.Replace(tunnelStatus, `"waiting"`, `"sleeping"`, 1), "doesn't match schema"},
+		{"tunnel not found", "GET", "/ssh/tunnel/status/a", 404, headers(), `{"error":"no tunnel named \"a\"","code":"not_found"}`, ""},
+		{"tunnel forbidden", "POST", "/ssh/tunnel/connect", 400, headers(), `{"error":"sourceIP is denied","code":"forbidden"}`, ""},
+		{"tunnel wrong method", "DELETE", "/ssh/tunnel/connect", 405, headers("Allow", "POST"), `{"error":"no","code":"method_not_allowed"}`, ""},
+		{"tunnel unknown path", "GET", "/ssh/tunnel/nope", 404, headers(), `{"error":"no","code":"not_found"}`, ""},
+
+		// Server-Sent Events: the framing, and each event's data against
+		// the schema x-sshdeck-events names.
+		{"stream", "GET", "/ssh/tunnel/status/stream", 200, sse(), event(tunnelStatus) + ": ping\n\n" + event(tunnelStatus), ""},
+		{"empty stream", "GET", "/ssh/tunnel/status/stream", 200, sse(), "", ""},
+		{"stream cut in an event", "GET", "/ssh/tunnel/status/stream", 200, sse(), event(tunnelStatus) + "event: status\ndata: {\"na", ""},
+		{"stream crlf", "GET", "/ssh/tunnel/status/stream", 200, sse(), strings.ReplaceAll(event(tunnelStatus), "\n", "\r\n"), ""},
+		{"stream bad data", "GET", "/ssh/tunnel/status/stream", 200, sse(), event(strings.Replace(tunnelStatus, `"retryCount":1,`, "", 1)), `doesn't match schema "TunnelStatus"`},
+		{"stream data not json", "GET", "/ssh/tunnel/status/stream", 200, sse(), "event: status\ndata: {\n\n", "not one JSON value"},
+		{"stream unknown event", "GET", "/ssh/tunnel/status/stream", 200, sse(), "event: state\ndata: {}\n\n", "x-sshdeck-events"},
+		{"stream message event", "GET", "/ssh/tunnel/status/stream", 200, sse(), "data: {}\n\n", `"message"`},
+		{"stream bad line", "GET", "/ssh/tunnel/status/stream", 200, sse(), "status\n\n", "not a field"},
+		{"stream no cache-control", "GET", "/ssh/tunnel/status/stream", 200, sse("Cache-Control", ""), event(tunnelStatus), `"Cache-Control" missing`},
+		{"stream as json", "GET", "/ssh/tunnel/status/stream", 200, headers("Cache-Control", "no-cache"), tunnelStatus, "Content-Type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			failures := check(v, tc.method, tc.target, tc.status, tc.header, tc.body)
@@ -135,6 +178,9 @@ func TestOperations(t *testing.T) {
 	ops := openapitest.Load(t, document).Operations()
 	if got := ops["GET /ssh/db/host/{id}"]; got != "get-host" {
 		t.Errorf(`Operations()["GET /ssh/db/host/{id}"] = %q, want "get-host"`, got)
+	}
+	if got := ops["GET /ssh/tunnel/status/{name}"]; got != "tunnel-status-one" {
+		t.Errorf(`Operations()["GET /ssh/tunnel/status/{name}"] = %q, want "tunnel-status-one"`, got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
@@ -25,8 +26,8 @@ const (
 	maxHostKeyPin        = 16 << 10
 )
 
-// reservedName is the one name a tunnel may not take: its status address
-// would be the status stream's.
+// reservedName is a name a tunnel may not take: its status address would
+// be the status stream's. Nor may it be "." or "..", which no path holds.
 const reservedName = "stream"
 
 // ConnectRequest is the body of POST /ssh/tunnel/connect. Pointer fields
@@ -83,8 +84,14 @@ func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds 
 	); err != nil {
 		return
 	}
-	if req.Name == reservedName {
+	switch req.Name {
+	case reservedName:
 		err = check.Invalid("name %q is reserved: GET /ssh/tunnel/status/stream is the status stream", reservedName)
+		return
+	case ".", "..":
+		// HTTP servers and clients remove dot segments from a path, even
+		// escaped ones: GET /ssh/tunnel/status/.. could never name it.
+		err = check.Invalid("name %q is reserved: no URL path can hold it", req.Name)
 		return
 	}
 	spec = sshdeck.TunnelSpec{
@@ -154,6 +161,11 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 	if err != nil {
 		return h, sshdeck.Credentials{}, err
 	}
+	// Checked whatever the method, as a host's keyType is: a password
+	// method must not hide a typo that a later switch to key would meet.
+	if !sshkey.ValidKeyType(h.KeyType) {
+		return h, sshdeck.Credentials{}, check.Invalid("%s must be \"auto\" or an SSH key algorithm", f("KeyType"))
+	}
 	if in.hostKey != "" {
 		if h.HostKey, err = ParsePin(in.hostKey); err != nil {
 			return h, sshdeck.Credentials{}, check.Invalid("%s %s", f("HostKey"), sshdeck.ErrorMessage(err))
@@ -173,7 +185,9 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 			return h, sshdeck.Credentials{}, check.Invalid("%s is required when %s is key", f("SSHKey"), f("AuthMethod"))
 		}
 		if _, err := sshkey.Parse(in.key, in.keyPassword, h.KeyType); err != nil {
-			return h, sshdeck.Credentials{}, check.Invalid("%s: %s", f("SSHKey"), sshdeck.ErrorMessage(err))
+			// sshkey names a host's fields; name this request's.
+			msg := strings.NewReplacer("keyPassword", f("KeyPassword"), "keyType", f("KeyType")).Replace(sshdeck.ErrorMessage(err))
+			return h, sshdeck.Credentials{}, check.Invalid("%s: %s", f("SSHKey"), msg)
 		}
 		return h, sshdeck.Credentials{Key: in.key, KeyPassword: in.keyPassword}, nil
 	}

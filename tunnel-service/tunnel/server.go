@@ -40,10 +40,26 @@ func NewHandler(cfg ServerConfig) http.Handler {
 		api.NoteRequest(r, "tunnel-healthz", "")
 		api.ServeHealth(w, r, s.log, s.Ping)
 	})
-	routes := []struct {
-		method, path, name string
-		h                  handlerFunc
-	}{
+	methods := []string{"GET"}
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.path, s.authenticated(rt.name, rt.h))
+		methods = append(methods, rt.method)
+	}
+	mux.Handle("/", api.Fallback(mux, methods, s.log))
+	return api.WithRequest(s.log, mux)
+}
+
+// tunnelRoute is one authenticated tunnel route; name is its operationId in
+// openapi.yaml and its name in the request log.
+type tunnelRoute struct {
+	method, path, name string
+	h                  handlerFunc
+}
+
+// routes is the tunnel API's route table, besides /healthz. A path ending
+// in {name...} takes the rest of the path, slashes included.
+func (s *server) routes() []tunnelRoute {
+	return []tunnelRoute{
 		{"POST", "/ssh/tunnel/connect", "tunnel-connect", s.connect},
 		{"GET", "/ssh/tunnel/status", "tunnel-status", s.statuses},
 		{"GET", "/ssh/tunnel/status/stream", "tunnel-status-stream", s.stream},
@@ -51,13 +67,6 @@ func NewHandler(cfg ServerConfig) http.Handler {
 		{"POST", "/ssh/tunnel/disconnect", "tunnel-disconnect", s.disconnect(false)},
 		{"POST", "/ssh/tunnel/cancel", "tunnel-cancel", s.disconnect(true)},
 	}
-	methods := []string{"GET"}
-	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, s.authenticated(rt.name, rt.h))
-		methods = append(methods, rt.method)
-	}
-	mux.Handle("/", api.Fallback(mux, methods, s.log))
-	return api.WithRequest(s.log, mux)
 }
 
 func (s *server) authenticated(route string, h handlerFunc) http.Handler {

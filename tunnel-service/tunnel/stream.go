@@ -34,6 +34,11 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would buffer the stream
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// GET routes take HEAD too: its answer is the headers alone,
+		// not a stream that no one reads until the connection closes.
+		return nil
+	}
 
 	sent := map[string]Status{}
 	send := func(all map[string]Status) error {
@@ -101,4 +106,3 @@ func sameState(a, b Status) bool {
 	b.NextRetryIn, b.ErrorType, b.UpdatedAt = 0, nil, time.Time{}
 	return a == b
 }
-
