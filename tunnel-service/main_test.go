@@ -179,7 +179,7 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 			return status == http.StatusOK && strings.Contains(string(body), `"status":"connected"`)
 		}
 	}
-	waitUntil(t, "connected, read through b", connected(b))
+	sshdtest.WaitUntil(t, "connected, read through b", connected(b))
 	if h := holder(); h != "a" {
 		t.Fatalf("lease holder %q, want a (which took the connect)", h)
 	}
@@ -190,8 +190,8 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	a.cmd.Process.Kill() // SIGKILL: no lease released, no status written
 	<-a.exited
 	sshdtest.WaitPort(t, port, true)
-	waitUntil(t, "b holding the tunnel", func() bool { return holder() == "b" })
-	waitUntil(t, "connected through b", connected(b))
+	sshdtest.WaitUntil(t, "b holding the tunnel", func() bool { return holder() == "b" })
+	sshdtest.WaitUntil(t, "connected through b", connected(b))
 	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
 		t.Fatal(err)
 	}
@@ -206,17 +206,6 @@ func mustUser(t *testing.T, store *dynamo.Store) string {
 		t.Fatal(err)
 	}
 	return u.ID
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestDockerfile checks what can be checked without a Docker engine: the

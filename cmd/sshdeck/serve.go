@@ -83,7 +83,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
 	}
 	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: authn, Ping: store.Ping, Logger: log})
-	servers := []*http.Server{newHTTPServer(apiServer.Router(), log), newHTTPServer(tunnelHandler, log)}
+	servers := []*http.Server{api.NewHTTPServer(apiServer.Router(), log), api.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
 	tunnels.Start()
 	defer tunnels.Shutdown(context.Background())
@@ -91,23 +91,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", err.Error())
 	} else {
 		defer os.Remove(cfg.socketPath())
-		servers = append(servers, newHTTPServer(adminHandler(admin), log))
+		servers = append(servers, api.NewHTTPServer(adminHandler(admin), log))
 		listeners = append(listeners, sock)
 	}
 	log.Info("serving", "api", "http://"+listener.Addr().String(), "tunnel_service", "http://"+tunnelListener.Addr().String(), "data", cfg.Data)
 	return serveUntilDone(ctx, servers, listeners, log)
-}
-
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 }
 
 // serveUntilDone serves until ctx ends (SIGINT/SIGTERM), then shuts every

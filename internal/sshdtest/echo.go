@@ -86,15 +86,22 @@ func PortClosed(port int) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// WaitUntil polls ok until it holds, failing after a deadline: readiness
+// by polling, never by a fixed sleep.
+func WaitUntil(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // WaitPort polls until 127.0.0.1:port is closed (or open), failing after a
 // deadline.
 func WaitPort(t testing.TB, port int, closed bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for PortClosed(port) != closed {
-		if time.Now().After(deadline) {
-			t.Fatalf("port %d: closed = %v never happened", port, closed)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	WaitUntil(t, fmt.Sprintf("port %d: closed = %v", port, closed), func() bool { return PortClosed(port) == closed })
 }

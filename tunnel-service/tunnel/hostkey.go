@@ -18,6 +18,10 @@ import (
 // in authorized_keys format.
 func ParsePin(pin string) (string, error) {
 	pin = strings.TrimSpace(pin)
+	if strings.ContainsAny(pin, "\r\n") {
+		// ParseAuthorizedKey would take the first line and drop the rest.
+		return "", sshdeck.Errorf(sshdeck.Invalid, "is more than one line: give one key")
+	}
 	if fp, ok := strings.CutPrefix(pin, "SHA256:"); ok {
 		if len(fp) != 43 || strings.Trim(fp, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != "" {
 			return "", sshdeck.Errorf(sshdeck.Invalid, "is not a SHA256 fingerprint (SHA256: and 43 base64 characters)")

@@ -91,9 +91,12 @@ type Manager struct {
 	log    *slog.Logger
 
 	// runCtx is the parent of every run; loopCtx of the background loops.
-	runCtx, loopCtx       context.Context
-	stopRuns, stopLoops   context.CancelFunc
-	loops                 sync.WaitGroup
+	runCtx, loopCtx     context.Context
+	stopRuns, stopLoops context.CancelFunc
+	loops               sync.WaitGroup
+	// runners counts the runs' goroutines, which may still record a
+	// tunnel's end after leaving runs: Shutdown waits for them.
+	runners               sync.WaitGroup
 	startOnce, closedOnce sync.Once
 
 	// control serialises starting and stopping runs.
@@ -182,6 +185,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 			m.finish(ctx, t, sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: "the tunnel service stopped"})
 		}
 		m.stopRuns()
+		m.runners.Wait()
 	})
 }
 
@@ -192,9 +196,7 @@ func (m *Manager) crash() {
 		m.stopLoops()
 		m.stopRuns()
 		m.loops.Wait()
-		for _, r := range m.snapshot() {
-			<-r.done
-		}
+		m.runners.Wait()
 	})
 }
 
@@ -340,7 +342,9 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 		report:      func(st sshdeck.TunnelStatus) { m.setStatus(ctx, t, st) },
 	}
 	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
+	m.runners.Add(1)
 	go func() {
+		defer m.runners.Done()
 		defer close(r.done)
 		final, ok := rn.run(ctx)
 		if !ok {
@@ -480,6 +484,9 @@ func (m *Manager) reconcile() {
 			continue
 		}
 		m.log.Info("taking the autoStart tunnel over", "owner", t.Owner, "tunnel", t.Name, "previous_holder", t.Lease.Holder)
+		// The stored status is still what the previous holder last wrote
+		// (connected, say): replace it before anyone reads it as ours.
+		m.setStatus(m.loopCtx, leased, sshdeck.TunnelStatus{State: sshdeck.TunnelConnecting, Reason: "resumed by this replica"})
 		m.resume(leased)
 	}
 }

@@ -20,17 +20,6 @@ func (w *world) holder(t *testing.T, name string) string {
 	return tn.Lease.Holder
 }
 
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestReplicasTakeOver: two replicas share one store; the autoStart
 // tunnel runs on the lease holder only, and when that replica dies the
 // other takes it over once the lease expires.
@@ -53,7 +42,7 @@ func TestReplicasTakeOver(t *testing.T) {
 
 	crashed := time.Now()
 	a.crash()
-	waitUntil(t, "b taking the tunnel over", func() bool { return b.running(k) })
+	sshdtest.WaitUntil(t, "b taking the tunnel over", func() bool { return b.running(k) })
 	if took := time.Since(crashed); took < testOptions("").LeaseTTL/2 {
 		t.Errorf("b took over %s after the crash, before a's lease could expire", took)
 	}
@@ -147,7 +136,7 @@ func TestChangesThroughAnotherReplica(t *testing.T) {
 
 	second := sshdtest.FreePort(t)
 	connect(t, b, w.request("moved", second))
-	waitUntil(t, "a carrying the second port", func() bool { return !sshdtest.PortClosed(second) })
+	sshdtest.WaitUntil(t, "a carrying the second port", func() bool { return !sshdtest.PortClosed(second) })
 	sshdtest.WaitPort(t, first, true)
 	if !a.running(tunnelKey{owner, "moved"}) || b.running(tunnelKey{owner, "moved"}) {
 		t.Error("the tunnel should have stayed on a, its lease holder")
@@ -160,5 +149,5 @@ func TestChangesThroughAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	sshdtest.WaitPort(t, second, true)
-	waitUntil(t, "a stopping it", func() bool { return !a.running(tunnelKey{owner, "moved"}) })
+	sshdtest.WaitUntil(t, "a stopping it", func() bool { return !a.running(tunnelKey{owner, "moved"}) })
 }
