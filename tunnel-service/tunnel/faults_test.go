@@ -13,7 +13,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-func connect(t *testing.T, m *Manager, req *ConnectRequest) {
+func connect(t testing.TB, m *Manager, req *ConnectRequest) {
 	t.Helper()
 	if err := m.Connect(context.Background(), owner, req); err != nil {
 		t.Fatalf("Connect %q: %v", req.Name, err)

@@ -17,7 +17,7 @@ import (
 // world is two real OpenSSH hosts (source and endpoint, both sshd on
 // 127.0.0.1), an echo service on the source's side, and a store.
 type world struct {
-	t                *testing.T
+	t                testing.TB
 	source, endpoint *sshdtest.Server
 	key              string // root's private key, authorised on both
 	echoPort         int
@@ -25,7 +25,7 @@ type world struct {
 	sealer           *secret.Sealer
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	sshdtest.Require(t)
 	key, pub := sshdtest.NewKey(t, "")
@@ -97,7 +97,7 @@ const owner = "usr_alice"
 
 // waitFor polls the tunnel's status until ok, failing after a deadline
 // with the last status seen.
-func waitFor(t *testing.T, m *Manager, name string, what string, ok func(Status) bool) Status {
+func waitFor(t testing.TB, m *Manager, name string, what string, ok func(Status) bool) Status {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last Status

@@ -47,3 +47,22 @@ func TestTunnelCarriesData(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkThroughput measures one stream through a connected tunnel (both
+// SSH hops on loopback, to the echo and back): b.SetBytes counts the bytes
+// sent, which also come back. Run: go test -run '^$' -bench Throughput
+// ./tunnel-service/tunnel/
+func BenchmarkThroughput(b *testing.B) {
+	w := newWorld(b)
+	m := w.manager("bench")
+	port := sshdtest.FreePort(b)
+	connect(b, m, w.request("bench", port))
+	waitFor(b, m, "bench", "connected", state(sshdeck.TunnelConnected))
+	const size = 16 << 20
+	b.SetBytes(size)
+	for b.Loop() {
+		if err := sshdtest.RoundTrip(port, size); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
