@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
 	"github.com/sshdeck/sshdeck/internal/kmstest"
+	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
@@ -50,14 +50,7 @@ type replica struct {
 	url    string
 	exited chan struct{} // closed when the process has exited
 	err    error         // its exit, once exited is closed
-	log    bytes.Buffer  // its log lines, for failure messages
-	mu     sync.Mutex
-}
-
-func (r *replica) logText() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.log.String()
+	log    logbuf.Buffer // its log lines, for failure messages
 }
 
 func startReplica(t *testing.T, env []string, id string) *replica {
@@ -79,9 +72,7 @@ func startReplica(t *testing.T, env []string, id string) *replica {
 		defer close(scanned)
 		scan := bufio.NewScanner(stdout)
 		for scan.Scan() {
-			r.mu.Lock()
 			r.log.Write(append(scan.Bytes(), '\n'))
-			r.mu.Unlock()
 			var line struct {
 				Msg string
 				URL string `json:"tunnel_service"`
@@ -100,7 +91,7 @@ func startReplica(t *testing.T, env []string, id string) *replica {
 		cmd.Process.Kill()
 		<-r.exited
 		if t.Failed() {
-			t.Logf("replica %s log:\n%s", id, r.logText())
+			t.Logf("replica %s log:\n%s", id, r.log.String())
 		}
 	})
 	select {

@@ -377,16 +377,12 @@ func killTree(root int) error {
 		if err := waitState(tree, deadline, stopped); err != nil {
 			return err
 		}
-		kids, err := children(tree)
+		found, err := spread(tree, syscall.SIGSTOP)
 		if err != nil {
 			return err
 		}
-		if len(kids) == 0 {
+		if !found {
 			break
-		}
-		for _, pid := range kids {
-			syscall.Kill(pid, syscall.SIGSTOP)
-			tree[pid] = true
 		}
 	}
 	for pid := range tree {
@@ -395,19 +391,29 @@ func killTree(root int) error {
 	// Nothing can have forked since, but make sure: anything still alive
 	// below the tree is killed too.
 	for {
-		kids, err := children(tree)
+		found, err := spread(tree, syscall.SIGKILL)
 		if err != nil {
 			return err
 		}
-		if len(kids) == 0 {
+		if !found {
 			break
-		}
-		for _, pid := range kids {
-			syscall.Kill(pid, syscall.SIGKILL)
-			tree[pid] = true
 		}
 	}
 	return waitState(tree, deadline, dead)
+}
+
+// spread sends sig to every child of the tree's processes that is not in
+// it yet and adds them; found reports whether there was any.
+func spread(tree map[int]bool, sig syscall.Signal) (found bool, err error) {
+	kids, err := children(tree)
+	if err != nil {
+		return false, err
+	}
+	for _, pid := range kids {
+		syscall.Kill(pid, sig)
+		tree[pid] = true
+	}
+	return len(kids) > 0, nil
 }
 
 // stopped is true of a process that can no longer fork.

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/openapitest"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/alerts"
@@ -44,7 +45,7 @@ type env struct {
 	// hostsService is the service behind handler.
 	hostsService *hosts.Service
 	handler      http.Handler
-	logs         *syncBuffer
+	logs         *logbuf.Buffer
 	spec         *openapitest.Validator
 	alice        string // bearer tokens
 	bob          string
@@ -81,7 +82,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, store: store, logs: &syncBuffer{}, now: time.Now()}
+	e := &env{t: t, dir: dir, store: store, logs: &logbuf.Buffer{}, now: time.Now()}
 	authn := auth.NewAuthenticator(store, store, e.clock)
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, e.clock)
@@ -278,21 +279,4 @@ func (e *env) createHost(token string, fields map[string]any) hosts.Record {
 		e.t.Fatalf("create host: %d %s", resp.Status, resp.Body)
 	}
 	return resp.host(e.t)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/routes"
@@ -67,7 +68,7 @@ func TestHandlerServesOnlyItsRoute(t *testing.T) {
 // the handler's nil dereference must become a 500 with the contract's body.
 func TestPanicIsLoggedAndAnswered500(t *testing.T) {
 	e := newEnv(t)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	e.handler = api.New(api.Config{Ping: e.store.Ping, Authenticator: e.authn, Logger: slog.New(slog.NewJSONHandler(logs, nil))}).Router()
 	resp := e.get(e.alice, "/ssh/db/host")
 	if resp.Status != 500 || resp.errorCode(t) != "internal" {
@@ -88,7 +89,7 @@ func TestInternalErrorsAreLoggedNotShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	e.handler = api.New(api.Config{
 		Hosts:         hosts.NewService(e.store, secret.NewSealer(other), nil),
 		Ping:          e.store.Ping,

@@ -136,7 +136,12 @@ func TestChangesThroughAnotherReplica(t *testing.T) {
 
 	second := sshdtest.FreePort(t)
 	connect(t, b, w.request("moved", second))
-	sshdtest.WaitUntil(t, "a carrying the second port", func() bool { return !sshdtest.PortClosed(second) })
+	// Connected, not merely an open port: sshd listens a moment before
+	// the client has registered the forward, and a connection in that
+	// moment is refused by the client (as with ssh -R).
+	waitFor(t, b, "moved", "connected on the second port", func(st Status) bool {
+		return st.Status == sshdeck.TunnelConnected && st.EndpointPort == second
+	})
 	sshdtest.WaitPort(t, first, true)
 	if !a.running(tunnelKey{owner, "moved"}) || b.running(tunnelKey{owner, "moved"}) {
 		t.Error("the tunnel should have stayed on a, its lease holder")

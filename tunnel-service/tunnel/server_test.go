@@ -29,6 +29,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/openapitest"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/api"
@@ -57,7 +58,7 @@ type apiEnv struct {
 	url     string
 	client  *http.Client
 	spec    *openapitest.Validator
-	logs    *apiLogs
+	logs    *logbuf.Buffer
 
 	alice, bob, carol       string // bearer tokens
 	aliceID, bobID, carolID string // user ids: the owners of their tunnels
@@ -76,7 +77,7 @@ type apiSetup struct {
 
 func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	t.Helper()
-	e := &apiEnv{t: t, logs: &apiLogs{}}
+	e := &apiEnv{t: t, logs: &logbuf.Buffer{}}
 	storePath := ""
 	if setup.world != nil {
 		e.store, e.sealer = setup.world.store, setup.world.sealer
@@ -379,24 +380,6 @@ func (e *apiEnv) requestLine(id string) map[string]any {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// apiLogs is the log, safe for the concurrent writers of a server.
-type apiLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *apiLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *apiLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // tunnelBody is a connect request that passes every check, over hosts on
