@@ -12,6 +12,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
 // TestAuthorizerEvents replays events/authorizer/*.json through the
@@ -37,6 +38,8 @@ func TestAuthorizerEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.dynamo.ResetCalls()
+	c.kms.ResetCalls()
 
 	resp, err := authorizer.Handle(ctx, readAuthorizerEvent(t, "valid"))
 	if err != nil {
@@ -52,6 +55,12 @@ func TestAuthorizerEvents(t *testing.T) {
 		if _, err := authorizer.Handle(ctx, readAuthorizerEvent(t, name)); err == nil || err.Error() != "Unauthorized" {
 			t.Errorf("%s token: got %v, want the error Unauthorized", name, err)
 		}
+	}
+
+	// The authorizer's role: GetItem on the table, nothing of KMS.
+	c.dynamo.CheckGranted(t, "authorizer", iam.Authorizer)
+	if calls := c.kms.AllCalls(); len(calls) != 0 {
+		t.Errorf("the authorizer made KMS calls %v; its role allows none", calls)
 	}
 
 	out := logs()

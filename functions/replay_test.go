@@ -23,6 +23,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
@@ -85,6 +86,7 @@ func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.dynamo.ResetCalls()
+			c.kms.ResetCalls()
 			resp, err := fn.Handle(context.Background(), event)
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
@@ -92,6 +94,13 @@ func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
 			if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, want.calls) {
 				t.Errorf("DynamoDB calls %v, want %v", calls, want.calls)
 			}
+			// What the CDK app grants the function must cover its calls.
+			actions, ok := iam.RouteActions(r.Name)
+			if !ok {
+				t.Fatalf("route %s has no IAM actions in shared/store/dynamo/iam", r.Name)
+			}
+			c.dynamo.CheckGranted(t, r.Name, actions)
+			checkKMS(t, r, c.kms.AllCalls())
 			if got := header(resp, "X-Request-Id"); got != event.RequestContext.RequestID {
 				t.Errorf("X-Request-Id %q, want the API Gateway request id %q", got, event.RequestContext.RequestID)
 			}
@@ -112,6 +121,19 @@ func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
 				t.Errorf("body:\nfunction %v\nlocal    %v", got, local)
 			}
 		})
+	}
+}
+
+// checkKMS fails t when the function of route r made KMS calls its role
+// lacks: the CDK app grants kms:GenerateDataKey and kms:Decrypt to the
+// functions of routes marked Credentials, and nothing of KMS to the others.
+func checkKMS(t *testing.T, r routes.Route, calls map[string]int) {
+	t.Helper()
+	for op := range calls {
+		if !r.Credentials || (op != "GenerateDataKey" && op != "Decrypt") {
+			t.Errorf("%s (Credentials %t) made KMS calls %v, which its role does not allow", r.Name, r.Credentials, calls)
+			return
+		}
 	}
 }
 

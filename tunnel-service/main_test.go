@@ -24,6 +24,7 @@ import (
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
 var binary string
@@ -125,7 +126,8 @@ func call(t *testing.T, method, url, token string, body any) (int, []byte) {
 
 // TestTwoReplicasOverDynamoDB: two tunnel-service processes share a
 // DynamoDB table (minidyn) and KMS (a fake); the lease holder is killed
-// with SIGKILL, and the other process takes its autoStart tunnel over.
+// with SIGKILL, and the other process takes its autoStart tunnel over. Their
+// calls need only the IAM actions of the service's task role.
 func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	sshdtest.Require(t)
 	key, pub := sshdtest.NewKey(t, "")
@@ -145,6 +147,11 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	env := append(os.Environ(), db.Env()...)
 	env = append(env, "SSHDECK_KMS_KEY_ID="+keys.KeyID, "AWS_ENDPOINT_URL_KMS="+keys.URL, "SSHDECK_TUNNEL_LEASE_TTL=1500ms")
 
+	// From here on the calls are the replicas', but for the test's own reads
+	// of the lease holder (GetItem, which the service needs anyway). Checked
+	// once both replicas are killed (cleanups run last first).
+	db.ResetCalls()
+	t.Cleanup(func() { db.CheckGranted(t, "tunnel service", iam.TunnelService) })
 	a := startReplica(t, env, "a")
 	b := startReplica(t, env, "b")
 	port := sshdtest.FreePort(t)

@@ -1,8 +1,12 @@
 package dynamotest
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -29,4 +33,98 @@ func TestCalls(t *testing.T) {
 	if calls := s.Calls(); len(calls) != 0 {
 		t.Fatalf("calls after ResetCalls: %v, want none", calls)
 	}
+}
+
+// TestActions: each call is noted as the IAM actions it needs, a
+// transaction's item by item, and the index a Query names; ResetCalls
+// forgets them.
+func TestActions(t *testing.T) {
+	s := Start(t)
+	if actions, indexes := s.Actions(), s.Indexes(); len(actions) != 0 || len(indexes) != 0 {
+		t.Fatalf("after Start: actions %v, indexes %v; want none (the table's creation is not one)", actions, indexes)
+	}
+	ctx := t.Context()
+	key := func(sk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "p"}, "sk": &types.AttributeValueMemberS{Value: sk}}
+	}
+	if _, err := s.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.Table, Item: key("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: &s.Table, Key: key("a"), ConditionExpression: aws.String("attribute_exists(pk)")}},
+		{Put: &types.Put{TableName: &s.Table, Item: key("b")}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: &s.Table, Key: key("b")}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem"}
+	if got := s.Actions(); !slices.Equal(got, want) {
+		t.Errorf("actions: got %v, want %v", got, want)
+	}
+	if got := s.Calls(); got["TransactWriteItems"] != 1 || got["TransactGetItems"] != 1 || got["PutItem"] != 1 {
+		t.Errorf("calls: got %v, want one each of PutItem, TransactWriteItems, TransactGetItems", got)
+	}
+	if got := s.Indexes(); len(got) != 0 {
+		t.Errorf("indexes: got %v before any Query of one", got)
+	}
+
+	// The transaction's Put is there: minidyn read the body after record.
+	if out, err := s.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.Table, Key: key("b")}); err != nil || out.Item == nil {
+		t.Fatalf("the transaction's item: %v, %v", out, err)
+	}
+	if _, err := s.Client.Query(ctx, &dynamodb.QueryInput{
+		TableName: &s.Table, IndexName: aws.String("gsi1"),
+		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "p"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Indexes(); !slices.Equal(got, []string{"gsi1"}) {
+		t.Errorf("indexes: got %v, want [gsi1]", got)
+	}
+	want = []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
+	if got := s.Actions(); !slices.Equal(got, want) {
+		t.Errorf("actions: got %v, want %v", got, want)
+	}
+
+	// CheckGranted fails on the index, and on the action not granted.
+	rec := &recorder{TB: t}
+	s.CheckGranted(rec, "a route", want)
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "gsi1") {
+		t.Errorf("CheckGranted of every action: %q, want one error naming gsi1", rec.errors)
+	}
+	rec.errors = nil
+	s.ResetCalls()
+	if _, err := s.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Delete: &types.Delete{TableName: &s.Table, Key: key("b")}},
+		{Update: &types.Update{TableName: &s.Table, Key: key("a"), UpdateExpression: aws.String("SET n = :n"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "1"}}}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckGranted(rec, "a route", []string{"dynamodb:UpdateItem"})
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "[dynamodb:DeleteItem]") {
+		t.Errorf("CheckGranted of UpdateItem after a Delete and an Update: %q, want one error naming DeleteItem", rec.errors)
+	}
+
+	s.ResetCalls()
+	if actions, indexes := s.Actions(), s.Indexes(); len(actions) != 0 || len(indexes) != 0 {
+		t.Errorf("after ResetCalls: actions %v, indexes %v; want none", actions, indexes)
+	}
+}
+
+// recorder is a testing.TB that keeps the errors reported to it.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }

@@ -9,6 +9,7 @@ package kmstest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -66,11 +67,28 @@ func (s *Server) Client() *kms.Client {
 }
 
 // Calls reports how many requests named op ("GenerateDataKey", "Decrypt")
-// the server has received, failed ones included.
+// the server has received since Start or the last ResetCalls, failed ones
+// included.
 func (s *Server) Calls(op string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[op]
+}
+
+// AllCalls returns the number of requests of each operation since Start or
+// the last ResetCalls, failed and unknown ones included: a test can tell
+// that code made no KMS call at all.
+func (s *Server) AllCalls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.calls)
+}
+
+// ResetCalls sets every count back to zero.
+func (s *Server) ResetCalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.calls)
 }
 
 // masterKey returns the UUID and master key of keyID, given as a UUID or ARN.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,6 +78,15 @@ func TestWireFormat(t *testing.T) {
 	}
 	if got := s.Calls("Decrypt"); got != 6 {
 		t.Errorf("Calls(Decrypt) = %d, want 6", got)
+	}
+	// Unknown operations count too, under their name without the prefix.
+	want := map[string]int{"GenerateDataKey": 6, "Decrypt": 6, "Encrypt": 1, "": 1}
+	if got := s.AllCalls(); !maps.Equal(got, want) {
+		t.Errorf("AllCalls() = %v, want %v", got, want)
+	}
+	s.ResetCalls()
+	if got := s.AllCalls(); len(got) != 0 {
+		t.Errorf("AllCalls() after ResetCalls = %v, want none", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,10 @@ func newTunnel(owner, name string, gen int64) *sshdeck.Tunnel {
 }
 
 // TestCallCounts pins the DynamoDB calls of each store method, in the order
-// of a scenario; README.md adds them up per route.
+// of a scenario; README.md adds them up per route. The calls of each step,
+// failures included (a refused UpdateHost reads, a full recent list is
+// trimmed by BatchWriteItem, AddShortcut at the limit reads), must need only
+// the IAM actions of every function calling the method (callers).
 func TestCallCounts(t *testing.T) {
 	ctx := t.Context()
 	s, srv := start(t)
@@ -209,6 +213,7 @@ func TestCallCounts(t *testing.T) {
 		{"KnownHost", func() error { _, err := s.KnownHost(ctx, "usr_a", "10.0.0.5:22"); return err }, "", map[string]int{"GetItem": 1}},
 		{"KnownHost absent", func() error { _, err := s.KnownHost(ctx, "usr_a", "10.0.0.6:22"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 	}
+	stepped := map[string]bool{}
 	for _, step := range steps {
 		srv.ResetCalls()
 		err := step.run()
@@ -220,6 +225,16 @@ func TestCallCounts(t *testing.T) {
 		}
 		if got := srv.Calls(); !maps.Equal(got, step.want) {
 			t.Errorf("%s: got calls %v, want %v", step.name, got, step.want)
+		}
+		method, _, _ := strings.Cut(step.name, " ")
+		for _, who := range callers[method] {
+			srv.CheckGranted(t, step.name+" in "+who, granted(t, who))
+		}
+		stepped[method] = true
+	}
+	for method := range callers {
+		if !stepped[method] {
+			t.Errorf("callers names %s, which no step calls", method)
 		}
 	}
 }

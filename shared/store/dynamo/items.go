@@ -12,17 +12,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/schema"
 )
 
 // Attribute names of the table's keys, of its one index and of the items'
 // TTL. Records' own attributes are named by their json tags.
 const (
-	attrPK     = "pk"
-	attrSK     = "sk"
-	attrGSI1PK = "gsi1pk"
-	attrGSI1SK = "gsi1sk"
-	attrTTL    = "ttl"
-	indexGSI1  = "gsi1"
+	attrPK     = schema.PartitionKey
+	attrSK     = schema.SortKey
+	attrGSI1PK = schema.IndexPartitionKey
+	attrGSI1SK = schema.IndexSortKey
+	attrTTL    = schema.TTL
+	indexGSI1  = schema.Index
 
 	// attrVersion is sshdeck.Host's version, the guard of its writes.
 	attrVersion = "version"

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,12 +10,14 @@ import (
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
 // TestRouteCalls counts the calls of the route paths that the sample events
 // do not take (functions/replay_test.go pins those, through the functions):
 // the authorizer's, and the conditional update and delete. Together they are
-// the table "Calls per route" of README.md.
+// the table "Calls per route" of README.md. Each step's calls must need
+// only the IAM actions of its route (shared/store/dynamo/iam).
 func TestRouteCalls(t *testing.T) {
 	ctx := t.Context()
 	s, srv := start(t)
@@ -58,5 +61,65 @@ func TestRouteCalls(t *testing.T) {
 		if got := srv.Calls(); !maps.Equal(got, step.want) {
 			t.Errorf("%s: got calls %v, want %v", step.route, got, step.want)
 		}
+		who, _, _ := strings.Cut(step.route, ",")
+		srv.CheckGranted(t, step.route, granted(t, who))
 	}
+}
+
+// callers names, per store method, the functions that call it (README.md,
+// "Calls per route"): TestCallCounts checks each step's calls against the
+// IAM actions of each. The user and token methods but User and TokenByHash
+// serve the admin tooling alone, which has no policy of its own here.
+var callers = map[string][]string{
+	"Ping":        {"healthz", "tunnel service"},
+	"User":        {"authorizer", "tunnel service"},
+	"TokenByHash": {"authorizer", "tunnel service"},
+
+	"Host":       {"get-host", "update-host", "delete-host", "list-recent-files", "delete-recent-file", "list-shortcuts", "delete-shortcut"},
+	"Hosts":      {"list-hosts"},
+	"NextHostID": {"create-host"},
+	"CreateHost": {"create-host"},
+	"UpdateHost": {"update-host"},
+	"DeleteHost": {"delete-host"},
+
+	"PutRecentFile": {"add-recent-file"},
+	"AddShortcut":   {"add-shortcut"},
+	"Files":         {"list-recent-files", "list-shortcuts"},
+	"DeleteFile":    {"delete-recent-file", "delete-shortcut"},
+
+	"CreateAlert":  {"publish-alert"},
+	"Alerts":       {"list-alerts", "dismiss-alert"},
+	"DismissAlert": {"dismiss-alert"},
+	"Dismissals":   {"list-alerts"},
+	"DeleteAlert":  {"delete-alert"},
+
+	"PutCacheEntry": {"releases-feed"},
+	"CacheEntry":    {"releases-feed"},
+
+	"PutTunnel":          {"tunnel service"},
+	"Tunnel":             {"tunnel service"},
+	"Tunnels":            {"tunnel service"},
+	"RunnableTunnels":    {"tunnel service"},
+	"SetTunnelStatus":    {"tunnel service"},
+	"AcquireTunnelLease": {"tunnel service"},
+	"ReleaseTunnelLease": {"tunnel service"},
+	"KnownHost":          {"tunnel service"},
+	"AddKnownHost":       {"tunnel service"},
+}
+
+// granted returns the IAM actions on the table of who: a route, the
+// authorizer or the tunnel service.
+func granted(t *testing.T, who string) []string {
+	t.Helper()
+	switch who {
+	case "authorizer":
+		return iam.Authorizer
+	case "tunnel service":
+		return iam.TunnelService
+	}
+	actions, ok := iam.RouteActions(who)
+	if !ok {
+		t.Fatalf("%s is neither a route nor the authorizer nor the tunnel service", who)
+	}
+	return actions
 }

@@ -1,0 +1,90 @@
+// Package iam is the DynamoDB IAM actions each part of sshdeck needs on its
+// table, as data rather than prose: the CDK app (infra/) grants every Lambda
+// function, the authorizer and the tunnel service exactly these, and the
+// tests that replay the functions, the store's call counts and the tunnel
+// service over dynamotest check that every call they see needs only what
+// its caller is granted. A new call without its action thus fails a test
+// here, not a request in AWS (AccessDeniedException).
+//
+// The actions are on the table only: no route, nor the authorizer or the
+// tunnel service, reads the index gsi1 (only the store's Tokens does, which
+// none of them calls). shared/store/dynamo/README.md explains each list,
+// call by call.
+//
+// It imports nothing but the standard library (its tests read
+// shared/routes), so that the CDK module can read it without compiling the
+// AWS SDK: TestImports keeps it so.
+package iam
+
+import "slices"
+
+// The actions, as IAM names them. A TransactWriteItems needs the action of
+// each of its items (ConditionCheckItem, PutItem, UpdateItem, DeleteItem);
+// a BatchWriteItem needs BatchWriteItem, whatever its requests.
+const (
+	batchGetItem       = "dynamodb:BatchGetItem"
+	batchWriteItem     = "dynamodb:BatchWriteItem"
+	conditionCheckItem = "dynamodb:ConditionCheckItem"
+	deleteItem         = "dynamodb:DeleteItem"
+	getItem            = "dynamodb:GetItem"
+	putItem            = "dynamodb:PutItem"
+	query              = "dynamodb:Query"
+	updateItem         = "dynamodb:UpdateItem"
+)
+
+// routeActions is, per route of routes.All, what its function needs over
+// every path of its code: the "IAM actions" column of the README's table
+// "Calls per route". Each list is sorted, without duplicates.
+var routeActions = map[string][]string{
+	"healthz":     {getItem},                      // Ping
+	"list-hosts":  {query},                        // Hosts
+	"get-host":    {getItem},                      // Host
+	"create-host": {getItem, putItem, updateItem}, // NextHostID, CreateHost
+	"update-host": {getItem, putItem},             // Host, UpdateHost (GetItem again when refused)
+	// DeleteHost, after Host with If-Match: the host, then its entries by
+	// Query and BatchWriteItem; a refused versioned delete reads the host.
+	"delete-host": {batchWriteItem, deleteItem, getItem, query},
+
+	"list-recent-files": {getItem, query}, // Host, Files
+	// PutRecentFile: a transaction of a ConditionCheck of the host and an
+	// Update of the entry, then the trim (Query, BatchWriteItem when full).
+	"add-recent-file":    {batchWriteItem, conditionCheckItem, query, updateItem},
+	"delete-recent-file": {deleteItem, getItem}, // Host, DeleteFile
+	"list-shortcuts":     {getItem, query},      // Host, Files
+	// AddShortcut: a Query counting, then a transaction of a ConditionCheck
+	// of the host and a Put of the entry; at the limit a GetItem instead.
+	"add-shortcut":    {conditionCheckItem, getItem, putItem, query},
+	"delete-shortcut": {deleteItem, getItem}, // Host, DeleteFile
+
+	"list-alerts":   {query},          // Alerts, Dismissals
+	"dismiss-alert": {putItem, query}, // Alerts, DismissAlert
+	"publish-alert": {putItem},        // CreateAlert
+	"delete-alert":  {deleteItem},     // DeleteAlert
+
+	"releases-feed": {getItem, putItem}, // CacheEntry, PutCacheEntry
+}
+
+// RouteActions returns the DynamoDB actions ("dynamodb:GetItem") that the
+// Lambda function of the named route needs on the table, sorted, without
+// duplicates; false for a name outside the route table. The slice is the
+// caller's own.
+func RouteActions(route string) ([]string, bool) {
+	actions, ok := routeActions[route]
+	return slices.Clone(actions), ok
+}
+
+// Authorizer is what the REQUEST authorizer needs on the table: it reads a
+// token by its hash, then its user (TokenByHash, User). Do not modify it.
+var Authorizer = []string{getItem}
+
+// TunnelService is what the tunnel service's task role needs on the table:
+// reads of tunnels, known hosts, tokens and users, and Ping (GetItem); the
+// lists (Query); every tunnel write, the lease's included (UpdateItem); a
+// new known host (PutItem). Tunnels are stopped, never deleted: no
+// DeleteItem. Do not modify it.
+var TunnelService = []string{getItem, putItem, query, updateItem}
+
+// ReadActions are the actions that only read. ConditionCheckItem reads
+// too, but only inside a write transaction, so it is not one of them: a
+// route that only reads needs nothing else. Do not modify it.
+var ReadActions = []string{batchGetItem, getItem, query}

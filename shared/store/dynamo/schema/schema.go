@@ -1,0 +1,19 @@
+// Package schema names the keys of sshdeck's DynamoDB table, its one index
+// and its TTL attribute. The store (shared/store/dynamo) and the CDK app
+// (infra/) both declare the table from these names, so they cannot drift.
+// It imports nothing, so that the CDK module can read it without the SDK.
+package schema
+
+const (
+	// PartitionKey and SortKey are the table's string keys.
+	PartitionKey = "pk"
+	SortKey      = "sk"
+	// Index is the one global secondary index (every attribute projected),
+	// keyed by the strings IndexPartitionKey and IndexSortKey.
+	Index             = "gsi1"
+	IndexPartitionKey = "gsi1pk"
+	IndexSortKey      = "gsi1sk"
+	// TTL is the attribute (epoch seconds) after which DynamoDB deletes an
+	// item: alerts, dismissals and cached feed pages carry it.
+	TTL = "ttl"
+)
