@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sshdeck/sshdeck/shared/routes"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
+)
+
+const authorizerName = "authorizer"
+
+// functionNames is every Lambda function: the authorizer and one per route.
+func functionNames() []string {
+	names := []string{authorizerName}
+	for _, r := range routes.All {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// Functions are the Lambda functions of the REST API, by route name.
+type Functions struct {
+	Authorizer awslambda.Function
+	Routes     map[string]awslambda.Function
+}
+
+func newFunctions(scope constructs.Construct, cfg Config, data *Data) *Functions {
+	fns := &Functions{Routes: map[string]awslambda.Function{}}
+	fns.Authorizer = newFunction(scope, cfg, authorizerName, map[string]string{
+		"SSHDECK_TABLE": *data.Table.TableName(),
+	})
+	data.grantTable(fns.Authorizer.Role(), iam.Authorizer)
+
+	for _, r := range routes.All {
+		env := map[string]string{"SSHDECK_TABLE": *data.Table.TableName()}
+		if r.Credentials {
+			env["SSHDECK_KMS_KEY_ID"] = *data.CredentialsKey.KeyArn()
+		}
+		// Each function gets only the settings its route reads.
+		switch r.Name {
+		case "releases-feed":
+			setIf(env, "SSHDECK_RELEASES_REPO", cfg.ReleasesRepo)
+			setIf(env, "SSHDECK_RELEASES_API_URL", cfg.ReleasesAPIURL)
+		case "list-alerts", "dismiss-alert":
+			setIf(env, "SSHDECK_ALERTS_URL", cfg.AlertsURL)
+		}
+		fn := newFunction(scope, cfg, r.Name, env)
+		actions, ok := iam.RouteActions(r.Name)
+		if !ok {
+			panic(fmt.Sprintf("route %s has no DynamoDB actions in shared/store/dynamo/iam", r.Name))
+		}
+		data.grantTable(fn.Role(), actions)
+		if r.Credentials {
+			data.grantCredentials(fn.Role())
+		}
+		fns.Routes[r.Name] = fn
+	}
+	return fns
+}
+
+// newFunction is the function build/<name>/bootstrap (make build): arm64 on
+// provided.al2023, its own role and its own log group.
+func newFunction(scope constructs.Construct, cfg Config, name string, env map[string]string) awslambda.Function {
+	id := constructID(name)
+	logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     retention(cfg.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	// A role of its own (rather than the one Function makes) so that it
+	// carries no AWS managed policy: only its log group, X-Ray, and the
+	// grants newFunctions adds.
+	role := awsiam.NewRole(scope, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("sshdeck function " + name),
+	})
+	logs.GrantWrite(role)
+	vars := map[string]*string{}
+	for k, v := range env {
+		vars[k] = jsii.String(v)
+	}
+	return awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
+		Description:  jsii.String("sshdeck " + name),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
+		// 256 MB buys twice the CPU of 128 MB (Lambda gives CPU in
+		// proportion), which halves a cold start's TLS and JSON work.
+		MemorySize: jsii.Number(256),
+		// The releases feed waits up to 10 s for GitHub; API Gateway
+		// gives up at 29 s.
+		Timeout:     awscdk.Duration_Seconds(jsii.Number(15)),
+		Role:        role,
+		LogGroup:    logs,
+		Tracing:     awslambda.Tracing_ACTIVE,
+		Environment: &vars,
+	})
+}
+
+func setIf(env map[string]string, name, value string) {
+	if value != "" {
+		env[name] = value
+	}
+}
+
+// constructID turns a route name (list-hosts) into a construct id
+// (ListHosts).
+func constructID(name string) string {
+	var b strings.Builder
+	for word := range strings.SplitSeq(name, "-") {
+		b.WriteString(strings.ToUpper(word[:1]) + word[1:])
+	}
+	return b.String()
+}
+
+// retentions are the retention periods CloudWatch Logs offers, in days.
+var retentions = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS,
+	5: awslogs.RetentionDays_FIVE_DAYS, 7: awslogs.RetentionDays_ONE_WEEK,
+	14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS,
+	120: awslogs.RetentionDays_FOUR_MONTHS, 150: awslogs.RetentionDays_FIVE_MONTHS,
+	180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS,
+	731: awslogs.RetentionDays_TWO_YEARS, 1096: awslogs.RetentionDays_THREE_YEARS,
+	1827: awslogs.RetentionDays_FIVE_YEARS, 3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+func retention(days int) awslogs.RetentionDays { return retentions[days] }
+
+func retentionChoices() []int {
+	days := make([]int, 0, len(retentions))
+	for d := range retentions {
+		days = append(days, d)
+	}
+	slices.Sort(days)
+	return days
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"slices"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
+)
+
+// grantTable lets role call exactly actions on the table (no index: no
+// route queries it), and use the table's key as DynamoDB needs for them,
+// through DynamoDB only (kms:ViaService): to read, and to write when an
+// action writes.
+func (d *Data) grantTable(role awsiam.IRole, actions []string) {
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: jsii.Strings(*d.Table.TableArn()),
+	}))
+	keyActions := []string{"kms:Decrypt", "kms:DescribeKey"}
+	if slices.ContainsFunc(actions, func(a string) bool { return !slices.Contains(iam.ReadActions, a) }) {
+		keyActions = append(keyActions, "kms:Encrypt", "kms:GenerateDataKey")
+	}
+	region := awscdk.Stack_Of(d.Table).Region()
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(keyActions...),
+		Resources: jsii.Strings(*d.TableKey.KeyArn()),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"kms:ViaService": "dynamodb." + *region + ".amazonaws.com"},
+		},
+	}))
+}
+
+// grantCredentials lets role make and open the data keys of credential
+// envelopes (shared/secret's KMS keyring: GenerateDataKey and Decrypt,
+// nothing else).
+func (d *Data) grantCredentials(role awsiam.IRole) {
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"),
+		Resources: jsii.Strings(*d.CredentialsKey.KeyArn()),
+	}))
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// suppress records the cdk-nag AwsSolutions findings this design accepts,
+// each on the resources it concerns only and with the reason a reviewer
+// needs. Anything else cdk-nag finds fails the synth.
+func suppress(api awsapigateway.RestApi, fns *Functions, tunnel *TunnelService) {
+	accept(api, "AwsSolutions-APIG2", "Each function validates its request against the contract and answers 400 naming the field (openapi.yaml); "+
+		"API Gateway models would repeat that schema and answer in a body of their own.")
+	accept(api, "AwsSolutions-APIG3", "No WAF by default: it costs a web ACL per month plus its rules while idle. Every route but /healthz needs a bearer token, "+
+		"and the stage is throttled. Associate a web ACL with the stage when the deployment faces abuse.")
+	accept(api, "AwsSolutions-COG4", "The contract's authentication is sshdeck's own bearer tokens (API.md), checked by the REQUEST authorizer "+
+		"over DynamoDB; there is no Cognito user pool.")
+	accept(api.Root().ResourceForPath(jsii.String("/healthz")), "AwsSolutions-APIG4", "GET /healthz is public by contract, "+
+		"for load balancers and uptime checks; it reads no user's data.")
+	accept(api.Node().FindChild(jsii.String("CloudWatchRole")), "AwsSolutions-IAM4", "API Gateway's account-wide logging role carries "+
+		"AmazonAPIGatewayPushToCloudWatchLogs, the policy API Gateway documents for it; it only writes API Gateway's own log groups.",
+		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
+
+	xray := "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions: their IAM resource is always *."
+	accept(fns.Authorizer.Role(), "AwsSolutions-IAM5", xray, "Resource::*")
+	for _, fn := range fns.Routes {
+		accept(fn.Role(), "AwsSolutions-IAM5", xray, "Resource::*")
+	}
+
+	accept(tunnel.Service.TaskDefinition(), "AwsSolutions-ECS2", "The container's environment holds no secret: the table's name, "+
+		"the credentials key's ARN, the listen address and the denied ranges. AWS access comes from the task role.")
+	accept(tunnel.Service.TaskDefinition().ExecutionRole(), "AwsSolutions-IAM5", "ecr:GetAuthorizationToken has no resource-level "+
+		"permissions: its IAM resource is always *. Image pulls are limited to the CDK assets repository.", "Resource::*")
+	accept(tunnel.Service.LoadBalancer(), "AwsSolutions-EC23", "The tunnel service is a public API (tunnel_url): its load balancer "+
+		"accepts the internet on its listener ports only; the tasks accept the load balancer only.")
+	accept(tunnel.LogBucket, "AwsSolutions-S1", "This bucket holds the load balancer's access logs; logging access to it "+
+		"would need a bucket of its own, and so on.")
+}
+
+// accept suppresses finding id on construct and its children, for the
+// given findings (appliesTo) or for all of the rule's.
+func accept(construct constructs.IConstruct, id, reason string, appliesTo ...string) {
+	s := &cdknag.NagPackSuppression{Id: jsii.String(id), Reason: jsii.String(reason)}
+	if len(appliesTo) > 0 {
+		list := make([]any, len(appliesTo))
+		for i, a := range appliesTo {
+			list[i] = a
+		}
+		s.AppliesTo = &list
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(construct, &[]*cdknag.NagPackSuppression{s}, jsii.Bool(true))
+}
