@@ -1,8 +1,9 @@
 # sshdeck: `make run` serves it locally, `make test` checks everything.
 # Both install what they need on a fresh machine: Go modules, and for the tests
 # curl, ssh-keygen and zip (the README walk-through runs as a test; the
-# Lambda bundles are zips) and OpenSSH's sshd (the tunnel tests run real
-# source and endpoint hosts on loopback).
+# Lambda bundles are zips), OpenSSH's sshd (the tunnel tests run real
+# source and endpoint hosts on loopback), and the CDK CLI and cfn-guard from
+# npm (infra/package.json; the CDK app's tests run them).
 
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
@@ -16,7 +17,14 @@ LAMBDA_ARGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 # Lambda takes up to 50 MB zipped; we hold each bootstrap to 10 MB.
 MAX_BOOTSTRAP_BYTES := 10000000
 
-.PHONY: run test bench build sshdeck tunnel-service deps fmt-check vet clean FORCE
+# The CDK app (infra/, its own module) and its npm tools.
+CDK       := infra/node_modules/.bin/cdk
+CONTEXT   ?=
+export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: run test bench build sshdeck tunnel-service deps fmt-check vet clean FORCE \
+	synth diff deploy bootstrap infra-test docker-check
 
 ## run: build the sshdeck command and serve the API on 127.0.0.1:8080 over ./.sshdeck
 run: sshdeck
@@ -47,9 +55,42 @@ build/%/bootstrap: FORCE
 build/%.zip: build/%/bootstrap
 	@rm -f $@ && cd build/$* && zip -q -X ../$*.zip bootstrap
 
-## test: formatting, go vet, the Lambda builds, and every test with the race detector
-test: deps fmt-check vet build
+## test: formatting, go vet, the Lambda builds, every test with the race detector, the CDK app's tests
+test: deps fmt-check vet build infra-test
 	$(GO) test -race -count=1 ./...
+
+## infra-test: the CDK app's tests (assertions, cdk-nag, cfn-guard's Control Tower rules)
+# `.`, not ./...: infra/node_modules holds Go-looking templates of the CDK CLI.
+infra-test: build $(CDK)
+	cd infra && $(GO) vet . && $(GO) test -count=1 .
+
+## synth: the CloudFormation template into cdk.out/, with no AWS account (CONTEXT='-c name=value ...')
+synth: build $(CDK)
+	$(CDK) synth --quiet $(CONTEXT)
+	@echo "cdk.out/$$(cd cdk.out && ls *.template.json)"
+
+## diff: what make deploy would change in the account of your AWS credentials
+diff: build $(CDK)
+	$(CDK) diff $(CONTEXT)
+
+## deploy: deploy (or update) the stack, then print base_url and tunnel_url
+deploy: docker-check build $(CDK)
+	$(CDK) deploy --require-approval broadening --outputs-file cdk.out/outputs.json $(CONTEXT)
+	@node -e 'const o = Object.values(require("./cdk.out/outputs.json"))[0]; \
+		console.log("base_url=" + o.BaseUrl + "\ntunnel_url=" + o.TunnelUrl)'
+
+## bootstrap: prepare an account and region for CDK deployments (once per account and region)
+bootstrap: $(CDK)
+	$(CDK) bootstrap $(CONTEXT)
+
+$(CDK): infra/package.json infra/package-lock.json
+	@command -v npm >/dev/null || { echo "installing nodejs and npm"; $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends nodejs npm; }
+	cd infra && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+docker-check:
+	@docker info >/dev/null 2>&1 || { echo "make deploy builds the tunnel service's image: it needs a running Docker engine (docker info failed)"; exit 1; }
 
 ## bench: the Go benchmarks (figures and their commands go in the closing notes)
 bench:
@@ -79,4 +120,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf $(BIN) build
+	rm -rf $(BIN) build cdk.out
