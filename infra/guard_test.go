@@ -13,9 +13,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/jsii-runtime-go"
 )
 
 // guardException is a Control Tower rule the design does not meet, on the
@@ -61,12 +58,12 @@ func TestControlTowerRules(t *testing.T) {
 		t.Fatalf("%s is missing: run `npm ci` in infra/ (make test does)", bin)
 	}
 	dir := t.TempDir()
-	templates := map[string]string{
-		filepath.Join(dir, "http.template.json"):  synthesizeTemplate(t, nil),
-		filepath.Join(dir, "https.template.json"): synthesizeTemplate(t, map[string]any{"certificateArn": "arn:aws:acm:us-east-1:111111111111:certificate/abcd"}),
+	synths := map[string]*synthesis{
+		filepath.Join(dir, "http.template.json"):  synthDefault(t),
+		filepath.Join(dir, "https.template.json"): synthHTTPS(t),
 	}
-	for path, template := range templates {
-		if err := os.WriteFile(path, []byte(template), 0o600); err != nil {
+	for path, s := range synths {
+		if err := os.WriteFile(path, s.json, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +79,7 @@ func TestControlTowerRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cfn-guard's output: %v", err)
 		}
-		paths := cdkPaths(t, templates[report.Name])
+		paths := cdkPaths(synths[report.Name])
 		for _, nc := range report.NotCompliant {
 			rule := nc.Rule.Name
 			failing[rule] = true
@@ -146,41 +143,10 @@ func resourcesIn(checks []byte) []string {
 }
 
 // cdkPaths maps a template's logical ids to their CDK paths.
-func cdkPaths(t *testing.T, template string) map[string]string {
-	var doc struct {
-		Resources map[string]struct {
-			Metadata map[string]any
-		}
-	}
-	if err := json.Unmarshal([]byte(template), &doc); err != nil {
-		t.Fatal(err)
-	}
+func cdkPaths(s *synthesis) map[string]string {
 	paths := map[string]string{}
-	for id, r := range doc.Resources {
+	for id, r := range s.Resources {
 		paths[id], _ = r.Metadata["aws:cdk:path"].(string)
 	}
 	return paths
-}
-
-// synthesizeTemplate synthesizes the stack with the given context and
-// returns its CloudFormation template.
-func synthesizeTemplate(t *testing.T, context map[string]any) string {
-	t.Helper()
-	// The CDK path of each resource, as cdk synth records it.
-	context = maps.Clone(context)
-	if context == nil {
-		context = map[string]any{}
-	}
-	context["aws:cdk:enable-path-metadata"] = true
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &context, Outdir: jsii.String(t.TempDir())})
-	cfg, err := ConfigFrom(app.Node())
-	if err != nil {
-		t.Fatal(err)
-	}
-	stack := NewStack(app, cfg)
-	template, err := os.ReadFile(*app.Synth(nil).GetStackArtifact(stack.ArtifactId()).TemplateFullPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(template)
 }

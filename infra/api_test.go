@@ -1,0 +1,292 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sshdeck/sshdeck/shared/routes"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// functionIDs maps each function's name (its Description is "sshdeck
+// <name>": a route's name, or authorizer) to its logical id.
+func (s *synthesis) functionIDs(t *testing.T) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for _, id := range s.ids("AWS::Lambda::Function") {
+		description, _ := s.Resources[id].Properties["Description"].(string)
+		name, ok := strings.CutPrefix(description, "sshdeck ")
+		if !ok {
+			t.Errorf("function %s is described %q, not \"sshdeck <name>\"", id, description)
+			continue
+		}
+		if other, dup := ids[name]; dup {
+			t.Errorf("functions %s and %s are both described %q", other, id, description)
+		}
+		ids[name] = id
+	}
+	return ids
+}
+
+// resourcePath is the path of an API Gateway resource, rebuilt from the
+// PathPart of it and each of its parents up to the API's root.
+func (s *synthesis) resourcePath(id any) string {
+	if api, attribute := getAtt(id); attribute == "RootResourceId" && s.Resources[api].Type == "AWS::ApiGateway::RestApi" {
+		return ""
+	}
+	r, ok := s.Resources[refID(id)]
+	if !ok || r.Type != "AWS::ApiGateway::Resource" {
+		return "<not a resource: " + render(id) + ">"
+	}
+	part, _ := r.Properties["PathPart"].(string)
+	return s.resourcePath(r.Properties["ParentId"]) + "/" + part
+}
+
+// method is an AWS::ApiGateway::Method as the route tests see it.
+type method struct {
+	id, httpMethod, path string
+	integration          string // its type and HTTP method: AWS_PROXY POST for a function
+	function             string // the logical id of the function it integrates
+	props                map[string]any
+}
+
+func (s *synthesis) methods(t *testing.T) []method {
+	t.Helper()
+	var methods []method
+	for _, id := range s.ids("AWS::ApiGateway::Method") {
+		p := s.Resources[id].Properties
+		m := method{id: id, props: p, path: s.resourcePath(p["ResourceId"])}
+		m.httpMethod, _ = p["HttpMethod"].(string)
+		if m.path == "" {
+			m.path = "/"
+		}
+		integration := property(p, "Integration")
+		m.integration = render(property(integration, "Type")) + " " + render(property(integration, "IntegrationHttpMethod"))
+		for _, target := range getAtts(property(integration, "Uri")) {
+			if s.Resources[target].Type == "AWS::Lambda::Function" {
+				m.function = target
+			}
+		}
+		methods = append(methods, m)
+	}
+	return methods
+}
+
+// TestOneFunctionAndMethodPerRoute: each route of routes.All is one method
+// at its path, which invokes the route's own function; nothing else is.
+func TestOneFunctionAndMethodPerRoute(t *testing.T) {
+	s := synthDefault(t)
+	must(t, "Lambda functions", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(len(routes.All)+1))
+	})
+	functions := s.functionIDs(t)
+	methods := s.methods(t)
+	for _, r := range routes.All {
+		var found []method
+		for _, m := range methods {
+			if m.httpMethod == r.Method && m.path == r.Path {
+				found = append(found, m)
+			}
+		}
+		if len(found) != 1 {
+			t.Errorf("route %s: %d methods %s %s, want 1", r.Name, len(found), r.Method, r.Path)
+			continue
+		}
+		m := found[0]
+		if m.integration != "AWS_PROXY POST" {
+			t.Errorf("route %s: %s %s integration is %s, want AWS_PROXY POST (a Lambda proxy)", r.Name, r.Method, r.Path, m.integration)
+		}
+		if m.function == "" || m.function != functions[r.Name] {
+			t.Errorf("route %s: %s %s invokes function %q, want %q (described \"sshdeck %s\")", r.Name, r.Method, r.Path, m.function, functions[r.Name], r.Name)
+		}
+	}
+	for _, m := range methods {
+		if !slices.ContainsFunc(routes.All, func(r routes.Route) bool { return r.Method == m.httpMethod && r.Path == m.path }) {
+			t.Errorf("method %s %s (%s) is no route of routes.All", m.httpMethod, m.path, m.id)
+		}
+	}
+	// Only the stage may invoke a function, not the console's test button.
+	for _, id := range s.ids("AWS::Lambda::Permission") {
+		if source := render(s.Resources[id].Properties["SourceArn"]); strings.Contains(source, "test-invoke-stage") {
+			t.Errorf("permission %s lets API Gateway's test button invoke %v", id, render(s.Resources[id].Properties["FunctionName"]))
+		}
+	}
+}
+
+// TestMethodsUseTheAuthorizerExceptHealthz: a token is needed for every
+// route but the public one, GET /healthz.
+func TestMethodsUseTheAuthorizerExceptHealthz(t *testing.T) {
+	s := synthDefault(t)
+	authorizer, _ := s.only(t, "AWS::ApiGateway::Authorizer")
+	for _, m := range s.methods(t) {
+		typ := m.props["AuthorizationType"]
+		// A method of no route (TestOneFunctionAndMethodPerRoute fails)
+		// needs a token all the same.
+		r, ok := routeOf(m)
+		if ok && r.Access == routes.Public {
+			if typ != "NONE" || m.props["AuthorizerId"] != nil {
+				t.Errorf("public route %s (%s %s): AuthorizationType %v, AuthorizerId %v; want NONE and none", r.Name, m.httpMethod, m.path, typ, render(m.props["AuthorizerId"]))
+			}
+			continue
+		}
+		if typ != "CUSTOM" || refID(m.props["AuthorizerId"]) != authorizer {
+			t.Errorf("route %s (%s %s): AuthorizationType %v, AuthorizerId %v; want CUSTOM and the authorizer %s", r.Name, m.httpMethod, m.path, typ, render(m.props["AuthorizerId"]), authorizer)
+		}
+	}
+	// The contract's one public route.
+	if r, _ := routes.ByName("healthz"); r.Access != routes.Public || r.Method != "GET" || r.Path != "/healthz" {
+		t.Errorf("routes.All's healthz is %+v, want the public GET /healthz", r)
+	}
+}
+
+func routeOf(m method) (routes.Route, bool) {
+	for _, r := range routes.All {
+		if r.Method == m.httpMethod && r.Path == m.path {
+			return r, true
+		}
+	}
+	return routes.Route{Name: m.httpMethod + " " + m.path}, false
+}
+
+func TestAuthorizer(t *testing.T) {
+	s := synthDefault(t)
+	id, authorizer := s.only(t, "AWS::ApiGateway::Authorizer")
+	p := authorizer.Properties
+	if p["Type"] != "REQUEST" || p["IdentitySource"] != "method.request.header.Authorization" {
+		t.Errorf("authorizer %s: Type %v, IdentitySource %v; want REQUEST on method.request.header.Authorization", id, p["Type"], p["IdentitySource"])
+	}
+	// A revoked token works at most this long.
+	if ttl := p["AuthorizerResultTtlInSeconds"]; ttl != 300.0 {
+		t.Errorf("authorizer %s caches its answers %v s, want 300", id, ttl)
+	}
+	fn := s.functionIDs(t)[authorizerName]
+	if targets := getAtts(p["AuthorizerUri"]); fn == "" || !slices.Equal(targets, []string{fn}) {
+		t.Errorf("authorizer %s invokes %v, want the function described \"sshdeck authorizer\" (%s)", id, targets, fn)
+	}
+}
+
+// contractCodes are the error codes of the contract (openapi.yaml's Error).
+var contractCodes = []sshdeck.Code{
+	sshdeck.Invalid, sshdeck.Unauthorized, sshdeck.Forbidden, sshdeck.NotFound, sshdeck.MethodNotAllowed,
+	sshdeck.Conflict, sshdeck.PreconditionFailed, sshdeck.TooLarge, sshdeck.UnsupportedMediaType,
+	sshdeck.RateLimited, sshdeck.Upstream, sshdeck.Internal,
+}
+
+// TestGatewayResponsesSpeakTheContract: what API Gateway answers on its own
+// has the contract's error body, {"error": sentence, "code": code}.
+func TestGatewayResponsesSpeakTheContract(t *testing.T) {
+	s := synthDefault(t)
+	ids := s.ids("AWS::ApiGateway::GatewayResponse")
+	if len(ids) == 0 {
+		t.Fatal("no gateway responses")
+	}
+	for _, id := range ids {
+		p := s.Resources[id].Properties
+		typ := p["ResponseType"]
+		body, err := errorBody(property(p, "ResponseTemplates", "application/json"))
+		if err != nil {
+			t.Errorf("gateway response %v (%s): %v", typ, id, err)
+			continue
+		}
+		if !slices.Contains(contractCodes, sshdeck.Code(body.Code)) {
+			t.Errorf("gateway response %v (%s): code %q is not one of the contract's %v", typ, id, body.Code, contractCodes)
+		}
+		if ct := property(p, "ResponseParameters", "gatewayresponse.header.Content-Type"); ct != "'application/json; charset=utf-8'" {
+			t.Errorf("gateway response %v (%s): Content-Type %v, want 'application/json; charset=utf-8'", typ, id, ct)
+		}
+	}
+}
+
+// TestAuthorizerDenialIs401Bearer: no token, an unknown one, or the
+// authorizer's Deny are all 401 unauthorized with WWW-Authenticate: Bearer
+// (API Gateway would say 403 to a Deny).
+func TestAuthorizerDenialIs401Bearer(t *testing.T) {
+	s := synthDefault(t)
+	for _, typ := range []string{"UNAUTHORIZED", "ACCESS_DENIED"} {
+		var found int
+		for _, id := range s.ids("AWS::ApiGateway::GatewayResponse") {
+			p := s.Resources[id].Properties
+			if p["ResponseType"] != typ {
+				continue
+			}
+			found++
+			if p["StatusCode"] != "401" {
+				t.Errorf("gateway response %s (%s): status %v, want 401", typ, id, p["StatusCode"])
+			}
+			if h := property(p, "ResponseParameters", "gatewayresponse.header.WWW-Authenticate"); h != "'Bearer'" {
+				t.Errorf("gateway response %s (%s): WWW-Authenticate %v, want 'Bearer'", typ, id, h)
+			}
+			body, err := errorBody(property(p, "ResponseTemplates", "application/json"))
+			if err != nil || body.Code != string(sshdeck.Unauthorized) {
+				t.Errorf("gateway response %s (%s): body %+v (%v), want code unauthorized", typ, id, body, err)
+			}
+		}
+		if found != 1 {
+			t.Errorf("%d gateway responses of type %s, want 1", found, typ)
+		}
+	}
+}
+
+type contractError struct{ Error, Code string }
+
+// errorBody parses a gateway response's template as the contract's error
+// body. $context.error.messageString stands unquoted where a string goes:
+// API Gateway puts a quoted string there.
+func errorBody(template any) (contractError, error) {
+	var e contractError
+	text, ok := template.(string)
+	if !ok {
+		return e, fmt.Errorf("application/json template is %v, not a string", template)
+	}
+	text = strings.ReplaceAll(text, "$context.error.messageString", `"x"`)
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(text), &fields); err != nil {
+		return e, fmt.Errorf("template %s is not JSON: %v", text, err)
+	}
+	e.Error, _ = fields["error"].(string)
+	e.Code, _ = fields["code"].(string)
+	if len(fields) != 2 || e.Error == "" || e.Code == "" {
+		return e, fmt.Errorf("template %s is not {\"error\": sentence, \"code\": code}", text)
+	}
+	return e, nil
+}
+
+// TestStage: base_url's stage is traced, access-logged and throttled, and
+// never logs a body (bodies hold passwords and keys).
+func TestStage(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		s           *synthesis
+		rate, burst float64
+	}{{"default", synthDefault(t), 50, 100}, {"https (throttleRate=7, throttleBurst=9)", synthHTTPS(t), 7, 9}} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, stage := tc.s.only(t, "AWS::ApiGateway::Stage")
+			p := stage.Properties
+			if p["StageName"] != stageName || p["TracingEnabled"] != true {
+				t.Errorf("stage %s: StageName %v, TracingEnabled %v; want v1 and true", id, p["StageName"], p["TracingEnabled"])
+			}
+			if dest := getAtts(property(p, "AccessLogSetting", "DestinationArn")); len(dest) != 1 || tc.s.Resources[dest[0]].Type != "AWS::Logs::LogGroup" {
+				t.Errorf("stage %s: access logs go to %v, want a log group", id, render(property(p, "AccessLogSetting", "DestinationArn")))
+			}
+			must(t, "stage "+id, func() {
+				tc.s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), map[string]any{
+					"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+						"HttpMethod": "*", "ResourcePath": "/*",
+						"DataTraceEnabled": false, "ThrottlingRateLimit": tc.rate, "ThrottlingBurstLimit": tc.burst,
+					})}),
+				})
+			})
+			for _, setting := range list(p["MethodSettings"]) {
+				if property(setting, "DataTraceEnabled") == true {
+					t.Errorf("stage %s logs request and response bodies (DataTraceEnabled) on %v", id, render(setting))
+				}
+			}
+		})
+	}
+}

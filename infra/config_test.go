@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+)
+
+func TestConfigFromReadsTheContext(t *testing.T) {
+	cfg, err := ConfigFrom(contextApp(map[string]any{
+		"stackName": "Staging", "region": "eu-west-1", "account": "111111111111",
+		"certificateArn": testCertificateARN, "tunnelDomainName": testTunnelDomain,
+		"releasesRepo": testReleasesRepo, "releasesApiUrl": "https://api.example.com", "alertsUrl": testAlertsURL,
+		"tunnelDenyCidrs":  "10.0.0.0/8",
+		"logRetentionDays": "30", "throttleRate": 7, "throttleBurst": "9", "tunnelTasks": 2, "tunnelMaxTasks": "3",
+	}).Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		StackName: "Staging", Account: "111111111111", Region: "eu-west-1", Root: cfg.Root,
+		CertificateARN: testCertificateARN, TunnelDomainName: testTunnelDomain,
+		ReleasesRepo: testReleasesRepo, ReleasesAPIURL: "https://api.example.com", AlertsURL: testAlertsURL,
+		TunnelDenyCIDRs:  "10.0.0.0/8",
+		LogRetentionDays: 30, ThrottleRate: 7, ThrottleBurst: 9, TunnelTasks: 2, TunnelMaxTasks: 3,
+	}
+	if cfg != want {
+		t.Errorf("ConfigFrom = %+v\nwant %+v", cfg, want)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Root, "cdk.json")); err != nil {
+		t.Errorf("Root %s is not the repository root: %v", cfg.Root, err)
+	}
+}
+
+func TestConfigFromDefaults(t *testing.T) {
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "")
+	t.Setenv("CDK_DEFAULT_REGION", "")
+	cfg, err := ConfigFrom(contextApp(nil).Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := defaults
+	want.Root, want.Region = cfg.Root, "us-east-1"
+	if cfg != want {
+		t.Errorf("ConfigFrom with no context = %+v\nwant %+v", cfg, want)
+	}
+	if cfg.StackName != "Sshdeck" || cfg.LogRetentionDays != 365 || cfg.ThrottleRate != 50 || cfg.ThrottleBurst != 100 ||
+		cfg.TunnelTasks != 1 || cfg.TunnelMaxTasks != 4 {
+		t.Errorf("defaults changed: %+v", cfg)
+	}
+}
+
+// TestConfigFromRefusesBadContext: a bad setting fails before synth, with
+// an error that names it.
+func TestConfigFromRefusesBadContext(t *testing.T) {
+	for _, tc := range []struct {
+		context map[string]any
+		setting string
+	}{
+		{map[string]any{"logRetentionDays": 10}, "logRetentionDays"},
+		{map[string]any{"logRetentionDays": "a year"}, "logRetentionDays"},
+		{map[string]any{"tunnelTasks": 0}, "tunnelTasks"},
+		{map[string]any{"tunnelTasks": 5, "tunnelMaxTasks": 4}, "tunnelMaxTasks"},
+		{map[string]any{"throttleRate": "abc"}, "throttleRate"},
+		{map[string]any{"throttleRate": 0}, "throttleRate"},
+		{map[string]any{"throttleBurst": -1}, "throttleBurst"},
+		{map[string]any{"throttleBurst": true}, "throttleBurst"},
+	} {
+		_, err := ConfigFrom(contextApp(tc.context).Node())
+		if err == nil || !strings.Contains(err.Error(), tc.setting) {
+			t.Errorf("ConfigFrom(%v) = %v, want an error naming %s", tc.context, err, tc.setting)
+		}
+	}
+}
+
+// contextApp is an app with the given context, for ConfigFrom only: it is
+// never synthesized.
+func contextApp(context map[string]any) awscdk.App {
+	if context == nil {
+		context = map[string]any{}
+	}
+	return awscdk.NewApp(&awscdk.AppProps{Context: &context})
+}
