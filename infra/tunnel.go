@@ -88,8 +88,8 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 		},
 		// On SIGTERM the service records every tunnel's end and releases
 		// its leases, so that another task resumes the autoStart ones at
-		// once; give it the time (it needs a few seconds, ECS defaults to 30
-		// on Fargate; say so).
+		// once. That takes a few seconds; 30 is Fargate's default, written
+		// here so that nobody lowers it unaware.
 		StopTimeout: awscdk.Duration_Seconds(jsii.Number(30)),
 		// The image's own user (distroless nonroot), said again here so
 		// that the task definition shows it; and a hard memory limit.
