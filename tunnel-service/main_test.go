@@ -190,6 +190,10 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	sshdtest.WaitPort(t, port, true)
 	sshdtest.WaitUntil(t, "b holding the tunnel", func() bool { return holder() == "b" })
 	sshdtest.WaitUntil(t, "connected through b", connected(b))
+	// For the moment between b taking the lease and b writing
+	// "connecting", the status read is still a's last one, "connected":
+	// wait for traffic itself.
+	sshdtest.WaitUntil(t, "traffic through b", func() bool { return sshdtest.RoundTrip(port, 1<<10) == nil })
 	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
 		t.Fatal(err)
 	}
