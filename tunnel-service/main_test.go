@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/gobuild"
 	"github.com/sshdeck/sshdeck/internal/kmstest"
 	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
@@ -30,18 +31,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tunnel-service")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "tunnel-service")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(err)
-	}
+	var remove func()
+	binary, remove = gobuild.Command("tunnel-service")
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/gobuild"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
@@ -25,17 +26,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sshdeck-e2e")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "sshdeck")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		panic("build sshdeck: " + err.Error() + "\n" + string(out))
-	}
+	var remove func()
+	binary, remove = gobuild.Command("sshdeck")
 	code := m.Run()
-	os.RemoveAll(dir)
+	remove()
 	os.Exit(code)
 }
 
