@@ -8,6 +8,7 @@ package dynamotest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -39,6 +40,7 @@ type Server struct {
 	Table  string // the table made by dynamo.CreateTable
 	Client *dynamodb.Client
 
+	srv     *httptest.Server
 	mu      sync.Mutex
 	calls   map[string]int  // by operation
 	actions map[string]bool // IAM actions the calls needed
@@ -49,17 +51,31 @@ type Server struct {
 // The table's creation is not counted.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{Table: "sshdeck", calls: map[string]int{}, actions: map[string]bool{}, indexes: map[string]bool{}}
-	hs := httptest.NewServer(s.handler(miniserver.NewServer()))
-	t.Cleanup(hs.Close)
-	s.URL = hs.URL
-	s.Client = NewClient(hs.URL)
-	if err := dynamo.CreateTable(t.Context(), s.Client, s.Table); err != nil {
+	s, err := New(t.Context())
+	if err != nil {
 		t.Fatalf("dynamotest: %v", err)
 	}
-	s.ResetCalls()
+	t.Cleanup(s.Close)
 	return s
 }
+
+// New starts a server with an empty table until Close (for the benchmarks,
+// which are not tests). The table's creation is not counted.
+func New(ctx context.Context) (*Server, error) {
+	s := &Server{Table: "sshdeck", calls: map[string]int{}, actions: map[string]bool{}, indexes: map[string]bool{}}
+	s.srv = httptest.NewServer(s.handler(miniserver.NewServer()))
+	s.URL = s.srv.URL
+	s.Client = NewClient(s.URL)
+	if err := dynamo.CreateTable(ctx, s.Client, s.Table); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.ResetCalls()
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
 
 // handler records each request and hands it to minidyn.
 func (s *Server) handler(mini http.Handler) http.Handler {

@@ -31,6 +31,7 @@ type Server struct {
 	URL   string // endpoint, e.g. for kms.Options.BaseEndpoint or AWS_ENDPOINT_URL_KMS
 	KeyID string // ARN of a key the server knows
 
+	srv   *httptest.Server
 	mu    sync.Mutex
 	keys  map[string][]byte // master keys by key UUID
 	calls map[string]int    // requests by operation name
@@ -38,13 +39,23 @@ type Server struct {
 
 // Start runs a fake KMS with one key until the test ends.
 func Start(t testing.TB) *Server {
+	s := New()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New runs a fake KMS with one key until Close (for the benchmarks, which
+// are not tests).
+func New() *Server {
 	s := &Server{keys: make(map[string][]byte), calls: make(map[string]int)}
-	srv := httptest.NewServer(s.handler())
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL
+	s.srv = httptest.NewServer(s.handler())
+	s.URL = s.srv.URL
 	s.KeyID = s.NewKey()
 	return s
 }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
 
 // NewKey makes another key and returns its ARN.
 func (s *Server) NewKey() string {

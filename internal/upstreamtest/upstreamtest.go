@@ -33,6 +33,14 @@ type GitHub struct {
 
 // StartGitHub serves the API until the test ends.
 func StartGitHub(t testing.TB) *GitHub {
+	g := NewGitHub()
+	t.Cleanup(g.Close)
+	return g
+}
+
+// NewGitHub serves the API until Close (for the benchmarks, which are not
+// tests).
+func NewGitHub() *GitHub {
 	g := &GitHub{}
 	for i := 1; i <= 3; i++ {
 		g.releases = append(g.releases, map[string]any{
@@ -56,7 +64,6 @@ func StartGitHub(t testing.TB) *GitHub {
 	})
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
 	g.URL = g.srv.URL
-	t.Cleanup(g.srv.Close)
 	return g
 }
 
@@ -131,6 +138,13 @@ type Alerts struct {
 
 // StartAlerts serves the list until the test ends.
 func StartAlerts(t testing.TB) *Alerts {
+	a := NewAlerts()
+	t.Cleanup(a.Close)
+	return a
+}
+
+// NewAlerts serves the list until Close.
+func NewAlerts() *Alerts {
 	a := &Alerts{body: "[]", status: http.StatusOK}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
@@ -141,7 +155,6 @@ func StartAlerts(t testing.TB) *Alerts {
 		w.Write([]byte(a.body))
 	}))
 	a.URL = a.srv.URL
-	t.Cleanup(a.srv.Close)
 	return a
 }
 
