@@ -1,9 +1,11 @@
-// Package gobuild builds the command of a test's package once, for tests
-// that run it as a separate process (the end-to-end tests of sshdeck and of
-// the tunnel service).
+// Package gobuild builds commands of this module for the tests and
+// benchmarks that run them as separate processes (the end-to-end tests of
+// sshdeck and of the tunnel service, the benchmarks of the local API and of
+// the Lambda bootstraps).
 package gobuild
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,9 +21,21 @@ func Command(name string) (path string, remove func()) {
 		panic(err)
 	}
 	path = filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+	if err := Build(".", path, nil); err != nil {
 		os.RemoveAll(dir)
-		panic("build " + name + ": " + err.Error() + "\n" + string(out))
+		panic(err)
 	}
 	return path, func() { os.RemoveAll(dir) }
+}
+
+// Build runs `go build -o out [args] pkg` with env added to this process's
+// environment (e.g. GOARCH=arm64), in the working directory. Its error holds
+// the compiler's output.
+func Build(pkg, out string, env []string, args ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, args...), pkg)...)
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
 }
