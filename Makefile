@@ -92,9 +92,11 @@ $(CDK): infra/package.json infra/package-lock.json
 docker-check:
 	@docker info >/dev/null 2>&1 || { echo "make deploy builds the tunnel service's image: it needs a running Docker engine (docker info failed)"; exit 1; }
 
-## bench: the Go benchmarks (figures and their commands go in the closing notes)
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel)
+# The machine should be otherwise idle: every figure is wall-clock.
+ONLY ?=
+bench: deps build
+	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY))
 
 # apt-get needs root; use sudo when we are not.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
