@@ -15,11 +15,12 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/sshdeck/sshdeck/bench/apibench"
 	"github.com/sshdeck/sshdeck/bench/report"
 )
 
 // groups are run in this order, and written in this order.
-var groups = []report.Group{}
+var groups = []report.Group{apibench.Group}
 
 func main() {
 	out := flag.String("out", "BENCHMARKS.md", "the file to write the figures into (the part of each group run is replaced, the rest is kept)")
