@@ -16,11 +16,13 @@ import (
 	"strings"
 
 	"github.com/sshdeck/sshdeck/bench/apibench"
+	"github.com/sshdeck/sshdeck/bench/lambdabench"
 	"github.com/sshdeck/sshdeck/bench/report"
+	"github.com/sshdeck/sshdeck/bench/tunnelbench"
 )
 
 // groups are run in this order, and written in this order.
-var groups = []report.Group{apibench.Group}
+var groups = []report.Group{apibench.Group, lambdabench.Group, tunnelbench.Group}
 
 func main() {
 	out := flag.String("out", "BENCHMARKS.md", "the file to write the figures into (the part of each group run is replaced, the rest is kept)")

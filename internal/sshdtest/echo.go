@@ -17,14 +17,31 @@ import (
 
 // StartEcho serves an echo on 127.0.0.1, the service a tunnel carries
 // connections to. It honours half-close: it sends back everything, then
-// closes its sending side once the client has closed its own.
+// closes its sending side once the client has closed its own. It stops
+// when the test ends.
 func StartEcho(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	e, err := ListenEcho()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() { e.Close() })
+	return e.Port
+}
+
+// Echo is an echo server started by ListenEcho.
+type Echo struct {
+	// Port is the port it listens on, on 127.0.0.1.
+	Port int
+	ln   net.Listener
+}
+
+// ListenEcho is StartEcho without a test; Close stops it.
+func ListenEcho() (*Echo, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("sshdtest: echo: %w", err)
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -38,8 +55,11 @@ func StartEcho(t testing.TB) int {
 			}()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return &Echo{Port: ln.Addr().(*net.TCPAddr).Port, ln: ln}, nil
 }
+
+// Close stops accepting connections; those accepted run to their end.
+func (e *Echo) Close() error { return e.ln.Close() }
 
 // RoundTrip sends n random bytes to 127.0.0.1:port, half-closes, and checks
 // that the echo brings back the same bytes (by SHA-256) and then EOF.

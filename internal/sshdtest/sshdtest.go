@@ -52,12 +52,22 @@ const timeout = 20 * time.Second
 // user and to read /etc/shadow for passwords).
 func Require(t testing.TB) {
 	t.Helper()
+	if err := Available(); err != nil {
+		t.Skip(err.Error())
+	}
+}
+
+// Available says why sshd cannot be run here (nil when it can): it is
+// missing, or we are not root. Require skips a test with that message; a
+// program (the benchmarks) reports it.
+func Available() error {
 	if _, err := os.Stat(SSHD); err != nil {
-		t.Skipf("sshdtest: %s is missing (%v); install OpenSSH's server, e.g. `apt-get install openssh-server` on Debian/Ubuntu, and run the tests as root", SSHD, err)
+		return fmt.Errorf("sshdtest: %s is missing (%v); install OpenSSH's server, e.g. `apt-get install openssh-server` on Debian/Ubuntu, and run as root", SSHD, err)
 	}
 	if os.Geteuid() != 0 {
-		t.Skipf("sshdtest: sshd must run as root (euid is %d); run the tests as root, e.g. in a container", os.Geteuid())
+		return fmt.Errorf("sshdtest: sshd must run as root (euid is %d); run as root, e.g. in a container", os.Geteuid())
 	}
+	return nil
 }
 
 // Config says how to start a server.
@@ -72,12 +82,17 @@ type Config struct {
 	HostKey crypto.Signer
 	// Port to listen on; 0 picks a free one.
 	Port int
+	// LogLevel is sshd's LogLevel; empty is VERBOSE (each connection, the
+	// key that logged in, each forward). DEBUG1 adds the algorithms each
+	// connection negotiated.
+	LogLevel string
 }
 
 // Server is a running (or killed) sshd. Its methods are safe for
 // concurrent use; they fail the test given to Start, so call Kill and
 // Restart from that test's goroutine (or its subtests', which then report
-// that they called FailNow on a parent).
+// that they called FailNow on a parent). A Server made by New, outside any
+// test, has Close instead; its Kill and Restart panic on failure.
 type Server struct {
 	// Addr is "127.0.0.1:<Port>".
 	Addr string
@@ -105,8 +120,28 @@ type Server struct {
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	Require(t)
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// New is Start without a test, for programs (the benchmarks): it returns
+// the running server, or why it could not start it (with sshd's output).
+// Close kills it and removes its files.
+func New(cfg Config) (_ *Server, err error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(privsepDir, 0o755); err != nil {
-		t.Fatalf("sshdtest: creating sshd's privilege separation directory: %v", err)
+		return nil, fmt.Errorf("sshdtest: creating sshd's privilege separation directory: %w", err)
 	}
 
 	// Not t.TempDir: its directories are 0700 root, and sshd reads the
@@ -116,34 +151,39 @@ func Start(t testing.TB, cfg Config) *Server {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
-		t.Fatalf("sshdtest: making the server's directory: %v", err)
+		return nil, fmt.Errorf("sshdtest: making the server's directory: %w", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
 
 	hostKey := cfg.HostKey
 	if hostKey == nil {
 		_, hostKey, err = ed25519.GenerateKey(rand.Reader)
 		if err != nil {
-			t.Fatalf("sshdtest: generating a host key: %v", err)
+			return nil, fmt.Errorf("sshdtest: generating a host key: %w", err)
 		}
 	}
 	hostPub, err := ssh.NewPublicKey(hostKey.Public())
 	if err != nil {
-		t.Fatalf("sshdtest: host key: %v", err)
+		return nil, fmt.Errorf("sshdtest: host key: %w", err)
 	}
 	block, err := ssh.MarshalPrivateKey(hostKey, "sshdtest host key")
 	if err != nil {
-		t.Fatalf("sshdtest: host key: %v", err)
+		return nil, fmt.Errorf("sshdtest: host key: %w", err)
 	}
 	port := cfg.Port
 	if port == 0 {
-		port = FreePort(t)
+		if port, err = FindFreePort(); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{
 		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Port:    port,
 		HostKey: hostPub,
-		t:       t,
 		dir:     dir,
 		config:  filepath.Join(dir, "sshd_config"),
 		logPath: filepath.Join(dir, "sshd.log"),
@@ -153,6 +193,10 @@ func Start(t testing.TB, cfg Config) *Server {
 	var keys bytes.Buffer
 	for _, k := range cfg.AuthorizedKeys {
 		keys.Write(ssh.MarshalAuthorizedKey(k))
+	}
+	logLevel := cfg.LogLevel
+	if logLevel == "" {
+		logLevel = "VERBOSE"
 	}
 	hostKeyPath := filepath.Join(dir, "host_key")
 	keysPath := filepath.Join(dir, "authorized_keys")
@@ -164,25 +208,38 @@ func Start(t testing.TB, cfg Config) *Server {
 		// sshd refuses a host key that others may read.
 		{hostKeyPath, pem.EncodeToMemory(block), 0o600},
 		{keysPath, keys.Bytes(), 0o644},
-		{s.config, []byte(sshdConfig(port, hostKeyPath, keysPath, s.pidPath)), 0o644},
+		{s.config, []byte(sshdConfig(port, hostKeyPath, keysPath, s.pidPath, logLevel)), 0o644},
 	} {
 		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
-			t.Fatalf("sshdtest: %v", err)
+			return nil, fmt.Errorf("sshdtest: %w", err)
 		}
 	}
 	if out, err := exec.Command(SSHD, "-t", "-f", s.config).CombinedOutput(); err != nil {
-		t.Fatalf("sshdtest: sshd rejects its config (sshd -t -f %s: %v):\n%s", s.config, err, out)
+		return nil, fmt.Errorf("sshdtest: sshd rejects its config (sshd -t -f %s: %v):\n%s", s.config, err, out)
 	}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	t.Cleanup(s.Kill)
-	s.start()
-	return s
+// Close kills sshd (as Kill does) and removes its files. Closing a closed
+// server does nothing.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.killLocked()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+		s.dir = ""
+	}
+	return err
 }
 
 // sshdConfig is the server's sshd_config. Everything the tunnel service
 // does is allowed, and nothing makes sshd refuse or slow down connections
 // that tests open quickly and in numbers.
-func sshdConfig(port int, hostKey, authorizedKeys, pidFile string) string {
+func sshdConfig(port int, hostKey, authorizedKeys, pidFile, logLevel string) string {
 	return fmt.Sprintf(`# Written by sshdtest.
 ListenAddress 127.0.0.1
 Port %d
@@ -209,33 +266,32 @@ MaxStartups 200
 PerSourceMaxStartups none
 MaxSessions 200
 # VERBOSE logs each connection, the key that logged in and each forward.
-LogLevel VERBOSE
-`, port, hostKey, pidFile, authorizedKeys)
+LogLevel %s
+`, port, hostKey, pidFile, authorizedKeys, logLevel)
 }
 
-// start starts sshd and waits until it is ready, failing the test if it
-// does not become so.
-func (s *Server) start() {
-	s.t.Helper()
+// start starts sshd and waits until it is ready, or says why it did not
+// become so.
+func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		return
+		return nil
 	}
 	// A pid file left by a killed sshd would make us believe the new one
 	// is listening before it is.
 	if err := os.Remove(s.pidPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		s.t.Fatalf("sshdtest: %v", err)
+		return fmt.Errorf("sshdtest: %w", err)
 	}
 	if err := os.MkdirAll(privsepDir, 0o755); err != nil {
-		s.t.Fatalf("sshdtest: creating sshd's privilege separation directory: %v", err)
+		return fmt.Errorf("sshdtest: creating sshd's privilege separation directory: %w", err)
 	}
 	// sshd's own output (before -E takes effect) goes to the same log. A
 	// file, not a pipe: with a pipe, Wait would wait for every descendant
 	// that inherited it.
 	logFile, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		s.t.Fatalf("sshdtest: opening the sshd log: %v", err)
+		return fmt.Errorf("sshdtest: opening the sshd log: %w", err)
 	}
 	defer logFile.Close()
 	cmd := exec.Command(SSHD, "-D", "-f", s.config, "-E", s.logPath)
@@ -245,7 +301,7 @@ func (s *Server) start() {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("sshdtest: starting sshd: %v", err)
+		return fmt.Errorf("sshdtest: starting sshd: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -255,9 +311,23 @@ func (s *Server) start() {
 	s.cmd, s.exited = cmd, exited
 
 	if err := s.waitReady(cmd, exited); err != nil {
-		s.killLocked()
-		s.t.Fatalf("sshdtest: sshd on %s did not become ready after %v: %v\nsshd log:\n%s", s.Addr, time.Since(began).Round(time.Millisecond), err, s.Log())
+		kerr := s.killLocked()
+		return errors.Join(fmt.Errorf("sshdtest: sshd on %s did not become ready after %v: %v\nsshd log:\n%s", s.Addr, time.Since(began).Round(time.Millisecond), err, s.Log()), kerr)
 	}
+	return nil
+}
+
+// fail fails the test the server was started for, or panics for a server
+// made by New.
+func (s *Server) fail(err error) {
+	if err == nil {
+		return
+	}
+	if s.t == nil {
+		panic(err)
+	}
+	s.t.Helper()
+	s.t.Fatal(err)
 }
 
 // waitReady polls until sshd has written its pid file, which it does
@@ -313,16 +383,18 @@ func (s *Server) ready(pid int) error {
 // dead and the port refuses connections. Killing a killed server does
 // nothing.
 func (s *Server) Kill() {
-	s.t.Helper()
+	if s.t != nil {
+		s.t.Helper()
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.killLocked()
+	err := s.killLocked()
+	s.mu.Unlock()
+	s.fail(err)
 }
 
-func (s *Server) killLocked() {
-	s.t.Helper()
+func (s *Server) killLocked() error {
 	if s.cmd == nil {
-		return
+		return nil
 	}
 	pid := s.cmd.Process.Pid
 	killErr := killTree(pid)
@@ -335,19 +407,33 @@ func (s *Server) killLocked() {
 	}
 	s.cmd, s.exited = nil, nil
 	if killErr != nil {
-		s.t.Fatalf("sshdtest: killing sshd on %s: %v", s.Addr, killErr)
+		return fmt.Errorf("sshdtest: killing sshd on %s: %w", s.Addr, killErr)
 	}
 	if err := waitRefused(s.Addr); err != nil {
-		s.t.Fatalf("sshdtest: after killing sshd: %v", err)
+		return fmt.Errorf("sshdtest: after killing sshd: %w", err)
 	}
+	return nil
 }
 
 // Restart starts sshd again, killing it first if it runs, on the same port
 // with the same host key and config, and returns once it is ready.
 func (s *Server) Restart() {
-	s.t.Helper()
+	if s.t != nil {
+		s.t.Helper()
+	}
 	s.Kill()
-	s.start()
+	s.fail(s.start())
+}
+
+// Pid is the process id of the listening sshd (its connections are its
+// descendants), or 0 while it is killed.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }
 
 // Log returns what sshd logged so far, across restarts.
@@ -564,9 +650,18 @@ func ensureUser(name, password string) error {
 // encrypted with passphrase unless it is empty, and its public key.
 func NewKey(t testing.TB, passphrase string) (privatePEM string, pub ssh.PublicKey) {
 	t.Helper()
+	privatePEM, pub, err := GenerateKey(passphrase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return privatePEM, pub
+}
+
+// GenerateKey is NewKey without a test.
+func GenerateKey(passphrase string) (privatePEM string, pub ssh.PublicKey, err error) {
 	public, private, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		t.Fatalf("sshdtest: generating a key: %v", err)
+		return "", nil, fmt.Errorf("sshdtest: generating a key: %w", err)
 	}
 	var block *pem.Block
 	if passphrase == "" {
@@ -575,13 +670,13 @@ func NewKey(t testing.TB, passphrase string) (privatePEM string, pub ssh.PublicK
 		block, err = ssh.MarshalPrivateKeyWithPassphrase(private, "sshdtest", []byte(passphrase))
 	}
 	if err != nil {
-		t.Fatalf("sshdtest: encoding a key: %v", err)
+		return "", nil, fmt.Errorf("sshdtest: encoding a key: %w", err)
 	}
 	pub, err = ssh.NewPublicKey(public)
 	if err != nil {
-		t.Fatalf("sshdtest: %v", err)
+		return "", nil, fmt.Errorf("sshdtest: %w", err)
 	}
-	return string(pem.EncodeToMemory(block)), pub
+	return string(pem.EncodeToMemory(block)), pub, nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
@@ -589,10 +684,19 @@ func NewKey(t testing.TB, passphrase string) (privatePEM string, pub ssh.PublicK
 // before it is used; that is unlikely within a test.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	port, err := FindFreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// FindFreePort is FreePort without a test.
+func FindFreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("sshdtest: finding a free port: %v", err)
+		return 0, fmt.Errorf("sshdtest: finding a free port: %w", err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,0 +1,128 @@
+package tunnelbench
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sshdeck/sshdeck/bench/report"
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
+)
+
+// TestQuick runs the group at its smallest sizes and checks that every
+// table is there with sane figures.
+func TestQuick(t *testing.T) {
+	sshdtest.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	sections, err := Group.Run(ctx, report.Options{Quick: true, Log: &log})
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, log.String())
+	}
+	byTitle := map[string]report.Section{}
+	for _, s := range sections {
+		byTitle[s.Title] = s
+		if s.Command != command {
+			t.Errorf("%s: command %q", s.Title, s.Command)
+		}
+		var md bytes.Buffer
+		s.Markdown(&md)
+		t.Logf("\n%s", md.String())
+	}
+
+	tp := byTitle["Tunnels: throughput"]
+	if len(tp.Tables) != 2 {
+		t.Fatalf("throughput: %d tables, want 2 (one stream, parallel streams)", len(tp.Tables))
+	}
+	for _, table := range tp.Tables {
+		rows := rowsByName(t, table)
+		for _, name := range []string{"raw TCP", "OpenSSH", "sshdeck"} {
+			row, ok := rows[name]
+			if !ok {
+				t.Errorf("%s: no row %q", table.Header[0], name)
+				continue
+			}
+			positive(t, table.Header[0]+" "+name+" MB/s", row[1])
+			positive(t, table.Header[0]+" "+name+" × OpenSSH", row[3])
+		}
+		if got := rows["OpenSSH"][3]; got != "1.00" {
+			t.Errorf("OpenSSH × OpenSSH is %s", got)
+		}
+	}
+	// Both sides' ciphers are named: a comparison that does not say what
+	// was negotiated is not one.
+	for _, who := range []string{"OpenSSH: ", "sshdeck: "} {
+		i := strings.Index(tp.Text, who)
+		if i < 0 || strings.HasPrefix(tp.Text[i+len(who):], "(none seen)") {
+			t.Errorf("throughput text names no cipher for %q:\n%s", who, tp.Text)
+		}
+	}
+
+	ct := byTitle["Tunnels: time to connect"]
+	if len(ct.Tables) != 1 {
+		t.Fatalf("connect: %d tables", len(ct.Tables))
+	}
+	if len(ct.Tables[0].Rows) != 4 {
+		t.Errorf("connect: %d rows, want 4", len(ct.Tables[0].Rows))
+	}
+	for _, row := range ct.Tables[0].Rows {
+		p50, p99 := positive(t, row[0]+" p50", row[1]), positive(t, row[0]+" p99", row[2])
+		if p99 < p50 {
+			t.Errorf("%s: p99 %v < p50 %v", row[0], p99, p50)
+		}
+	}
+	rows := ct.Tables[0].Rows
+	if a, c := num(rows[0][1]), num(rows[1][1]); c < a {
+		t.Errorf("connected (%v ms) before the connect request was answered (%v ms)", c, a)
+	}
+
+	mem := byTitle["Tunnels: memory per idle tunnel"]
+	if len(mem.Tables) != 1 || len(mem.Tables[0].Rows) != len(quick.idle) {
+		t.Fatalf("memory: want one table with a row for each of %v tunnels: %+v", quick.idle, mem.Tables)
+	}
+	for i, row := range mem.Tables[0].Rows {
+		if row[0] != strconv.Itoa(quick.idle[i]) {
+			t.Errorf("memory row %d is for %s tunnels, want %d", i, row[0], quick.idle[i])
+		}
+		// Each tunnel holds goroutines and heap: a count of 0 means the
+		// tunnels were not up when measured.
+		positive(t, "goroutines per tunnel at "+row[0], row[3])
+		positive(t, "heap per tunnel at "+row[0], row[1])
+	}
+	if len(sections) != 3 {
+		t.Errorf("%d sections, want 3", len(sections))
+	}
+}
+
+func rowsByName(t *testing.T, table report.Table) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, r := range table.Rows {
+		if len(r) != len(table.Header) {
+			t.Errorf("row %v has %d cells for %d columns", r, len(r), len(table.Header))
+		}
+		out[r[0]] = r
+	}
+	return out
+}
+
+func num(s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return -1
+	}
+	return f
+}
+
+func positive(t *testing.T, what, cell string) float64 {
+	t.Helper()
+	f := num(cell)
+	if f <= 0 {
+		t.Errorf("%s is %q, want a positive number", what, cell)
+	}
+	return f
+}
