@@ -40,3 +40,13 @@ func BenchmarkGetHost(b *testing.B) {
 func BenchmarkListHosts10(b *testing.B) {
 	benchmarkGet(b, 10, func(int) string { return "/ssh/db/host" })
 }
+
+func BenchmarkListHosts1000(b *testing.B) {
+	benchmarkGet(b, 1000, func(int) string { return "/ssh/db/host" })
+}
+
+// BenchmarkReleasesCached: the page is in the cache (the first request,
+// before the timer, fetched it).
+func BenchmarkReleasesCached(b *testing.B) {
+	benchmarkGet(b, 0, func(int) string { return "/releases/rss" })
+}

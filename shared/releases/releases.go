@@ -9,10 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -91,7 +91,20 @@ type Service struct {
 	mu sync.Mutex
 	// limitedUntil is when GitHub's rate limit lifts: no call before it.
 	limitedUntil time.Time
+	// fresh holds, by cache key, the pages this instance stored or read
+	// from the cache, decoded: while one is younger than TTL it is answered
+	// without reading the store, gunzipping and decoding it again.
+	fresh map[string]remembered
 }
+
+// remembered is a page as the cache holds it, decoded.
+type remembered struct {
+	items    []Item
+	storedAt time.Time
+}
+
+// maxRemembered bounds Service.fresh; past it, it starts over.
+const maxRemembered = 64
 
 // NewService returns a Service; log nil discards, now nil is time.Now.
 func NewService(source Source, cache sshdeck.CacheStore, log *slog.Logger, now func() time.Time) *Service {
@@ -101,7 +114,7 @@ func NewService(source Source, cache sshdeck.CacheStore, log *slog.Logger, now f
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{source: source, cache: cache, log: log, now: now}
+	return &Service{source: source, cache: cache, log: log, now: now, fresh: map[string]remembered{}}
 }
 
 // cached is what the cache holds of a page: gzipped JSON, as release notes
@@ -111,12 +124,17 @@ type cached struct {
 }
 
 // Page answers one page of the feed. page and perPage must be clamped by the
-// caller (1.., 1..MaxPerPage).
+// caller (1.., 1..MaxPerPage). The items of an answer may be shared with
+// other answers: they are read only.
 func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
-	key := fmt.Sprintf("releases/%s/%d/%d", s.source.Repo(), page, perPage)
+	key := "releases/" + s.source.Repo() + "/" + strconv.Itoa(page) + "/" + strconv.Itoa(perPage)
 	now := s.now()
+	if r, ok := s.recall(key, now); ok {
+		return s.feed(page, perPage, r.items, r.storedAt, now, true), nil
+	}
 	entry, items := s.lookup(ctx, key, now)
 	if entry != nil && now.Sub(entry.StoredAt) < TTL {
+		s.remember(key, remembered{items: items, storedAt: entry.StoredAt})
 		return s.feed(page, perPage, items, entry.StoredAt, now, true), nil
 	}
 	fresh, err := s.fetch(ctx, page, perPage, now)
@@ -127,8 +145,32 @@ func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
 		}
 		return nil, err
 	}
-	s.store(ctx, key, fresh, now)
+	if s.store(ctx, key, fresh, now) {
+		s.remember(key, remembered{items: fresh, storedAt: now})
+	}
 	return s.feed(page, perPage, fresh, now, now, false), nil
+}
+
+// recall returns the page remembered under key while it is younger than
+// TTL. Another instance may have refreshed the store's copy since: this
+// one is as good until its own TTL runs out.
+func (s *Service) recall(key string, now time.Time) (remembered, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.fresh[key]
+	if !ok || now.Sub(r.storedAt) >= TTL {
+		return remembered{}, false
+	}
+	return r, true
+}
+
+func (s *Service) remember(key string, r remembered) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.fresh) >= maxRemembered {
+		clear(s.fresh)
+	}
+	s.fresh[key] = r
 }
 
 // lookup returns the cached page, or nothing: a store that fails to answer
@@ -188,16 +230,18 @@ func (s *Service) upstreamError(err error) error {
 	return sshdeck.Errorf(sshdeck.Upstream, "GitHub could not be reached")
 }
 
-// store caches a fetched page. A page that cannot be cached is still
-// answered: the failure is logged.
-func (s *Service) store(ctx context.Context, key string, items []Item, now time.Time) {
+// store caches a fetched page and reports whether it did. A page that
+// cannot be cached is still answered: the failure is logged.
+func (s *Service) store(ctx context.Context, key string, items []Item, now time.Time) bool {
 	value, err := encode(items)
 	if err == nil {
 		err = s.cache.PutCacheEntry(ctx, &sshdeck.CacheEntry{Key: key, Value: value, StoredAt: now, KeepUntil: now.Add(Keep)})
 	}
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: page not cached", slog.String("key", key), slog.String("error", err.Error()))
+		return false
 	}
+	return true
 }
 
 func (s *Service) feed(page, perPage int, items []Item, fetched, now time.Time, fromCache bool) *Feed {

@@ -81,3 +81,69 @@ func TestTooLargeToCache(t *testing.T) {
 		t.Fatalf("GitHub asked %d times, want 2 (nothing cached)", src.calls)
 	}
 }
+
+// countingCache is the store's cache, counting reads.
+type countingCache struct {
+	sshdeck.CacheStore
+	reads int
+}
+
+func (c *countingCache) CacheEntry(ctx context.Context, key string, now time.Time) (*sshdeck.CacheEntry, error) {
+	c.reads++
+	return c.CacheStore.CacheEntry(ctx, key, now)
+}
+
+// TestFreshPageFromMemory: a page this instance cached is answered from
+// memory while it is fresh (no store read, no GitHub call), with its true
+// age; each page is its own; past the TTL the store and GitHub are asked
+// again; and a page read from the store is remembered too.
+func TestFreshPageFromMemory(t *testing.T) {
+	now := time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "sshdeck.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cache := &countingCache{CacheStore: store}
+	src := &source{releases: []upstream.Release{{ID: 1, TagName: "v1"}}}
+	clock := func() time.Time { return now }
+	svc := releases.NewService(src, cache, nil, clock)
+	ctx := t.Context()
+	if f, err := svc.Page(ctx, 1, 20); err != nil || f.Cached {
+		t.Fatalf("first page: %+v, %v", f, err)
+	}
+	reads := cache.reads
+	now = now.Add(10 * time.Minute)
+	f, err := svc.Page(ctx, 1, 20)
+	if err != nil || !f.Cached || f.CacheAge != 600 || len(f.Items) != 1 || f.Items[0].Version != "v1" || f.Page != 1 || f.PerPage != 20 {
+		t.Fatalf("fresh page: %+v, %v", f, err)
+	}
+	if cache.reads != reads || src.calls != 1 {
+		t.Fatalf("fresh page: %d store reads, %d GitHub calls; want none more", cache.reads-reads, src.calls-1)
+	}
+	// Another page is not this one.
+	src.releases = []upstream.Release{{ID: 2, TagName: "v2"}}
+	if f, err := svc.Page(ctx, 2, 20); err != nil || f.Cached || f.Items[0].Version != "v2" || src.calls != 2 {
+		t.Fatalf("page 2: %+v, %v, %d GitHub calls", f, err, src.calls)
+	}
+	if f, err := svc.Page(ctx, 1, 10); err != nil || f.Cached || src.calls != 3 {
+		t.Fatalf("page 1 by 10: %+v, %v, %d GitHub calls", f, err, src.calls)
+	}
+	// Past the TTL the remembered page is not answered.
+	now = now.Add(releases.TTL)
+	if f, err := svc.Page(ctx, 1, 20); err != nil || f.Cached || f.Items[0].Version != "v2" || src.calls != 4 {
+		t.Fatalf("after the TTL: %+v, %v, %d GitHub calls", f, err, src.calls)
+	}
+	// Another instance reads the store once, then remembers.
+	other := releases.NewService(src, cache, nil, clock)
+	now = now.Add(time.Minute)
+	reads = cache.reads
+	for range 3 {
+		if f, err := other.Page(ctx, 1, 20); err != nil || !f.Cached || f.CacheAge != 60 || f.Items[0].Version != "v2" {
+			t.Fatalf("other instance: %+v, %v", f, err)
+		}
+	}
+	if cache.reads != reads+1 || src.calls != 4 {
+		t.Fatalf("other instance: %d store reads, %d GitHub calls; want 1 and none", cache.reads-reads, src.calls-4)
+	}
+}
