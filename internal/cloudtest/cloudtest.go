@@ -1,0 +1,237 @@
+// Package cloudtest is what a deployed Lambda function of sshdeck sees,
+// run on loopback: DynamoDB (dynamotest, minidyn), KMS (kmstest), GitHub's
+// releases API and a remote alerts list (upstreamtest), and the environment
+// that names them to a function exactly as the CDK stack does; and the
+// fixture the sample events in events/ were written for (events/README.md).
+// The replay tests of functions/ use it in process, the Lambda benchmark
+// (bench/lambdabench) hands its environment to real bootstraps.
+package cloudtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/kmstest"
+	"github.com/sshdeck/sshdeck/internal/upstreamtest"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/files"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+)
+
+// Cloud is DynamoDB, KMS and the upstream services on loopback, and the
+// store and sealer over them.
+type Cloud struct {
+	Dynamo *dynamotest.Server
+	KMS    *kmstest.Server
+	GitHub *upstreamtest.GitHub
+	Alerts *upstreamtest.Alerts
+	// Store is the DynamoDB store over Dynamo's table, Sealer seals with
+	// KMS's key: what a function builds from Env.
+	Store  sshdeck.Store
+	Sealer *secret.Sealer
+}
+
+// RemoteAlert is the one alert of the remote alerts list.
+const RemoteAlert = `[{"id":"remote-1","title":"New client release","message":"Version 3 is out.","expiresAt":"2099-06-01T00:00:00Z","priority":"low","type":"success","actionUrl":"https://example.com/v3","actionText":"Download"}]`
+
+// New starts the services, with an empty table, until Close.
+func New(ctx context.Context) (*Cloud, error) {
+	d, err := dynamotest.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{Dynamo: d, KMS: kmstest.New(), GitHub: upstreamtest.NewGitHub(), Alerts: upstreamtest.NewAlerts()}
+	c.Alerts.Set(200, RemoteAlert)
+	c.Store = dynamo.New(c.Dynamo.Client, c.Dynamo.Table)
+	c.Sealer = secret.NewSealer(secret.NewKMSKeyring(c.KMS.Client(), c.KMS.KeyID))
+	return c, nil
+}
+
+// Start is New until the test ends.
+func Start(t testing.TB) *Cloud {
+	t.Helper()
+	c, err := New(t.Context())
+	if err != nil {
+		t.Fatalf("cloudtest: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Close stops the services.
+func (c *Cloud) Close() {
+	c.Alerts.Close()
+	c.GitHub.Close()
+	c.KMS.Close()
+	c.Dynamo.Close()
+}
+
+// Env is the environment that names the services to a function, as the CDK
+// stack names the real ones (NAME=value): the table, region and credentials
+// of dynamotest.Server.Env, the KMS key and endpoint, the releases
+// repository and API, and the remote alerts list.
+func (c *Cloud) Env() []string {
+	return append(c.Dynamo.Env(),
+		"SSHDECK_KMS_KEY_ID="+c.KMS.KeyID,
+		"AWS_ENDPOINT_URL_KMS="+c.KMS.URL,
+		"SSHDECK_RELEASES_REPO=acme/deck",
+		"SSHDECK_RELEASES_API_URL="+c.GitHub.URL,
+		"SSHDECK_ALERTS_URL="+c.Alerts.URL,
+	)
+}
+
+// Reset forgets the calls that DynamoDB and KMS have counted.
+func (c *Cloud) Reset() {
+	c.Dynamo.ResetCalls()
+	c.KMS.ResetCalls()
+}
+
+// The fixture the sample events were written for (events/README.md): the
+// user the authorizer context names, the token of
+// events/authorizer/valid.json, two hosts with file-manager entries, two
+// alerts, and the admin (with the token) of the admin routes' events.
+var seedHosts = []string{
+	`{"name":"web-1","ip":"10.0.2.20","username":"ubuntu","authType":"password","password":"hunter2","tags":["prod","web"]}`,
+	`{"name":"cache","ip":"10.0.3.7","port":6022,"username":"ops","authType":"none","folder":"staging"}`,
+}
+
+var seedFiles = []struct {
+	host   int64
+	path   string
+	recent bool
+}{
+	{1, "/etc/hosts", true}, {1, "/var/log/syslog", true}, {2, "/srv/cache/redis.conf", true},
+	{1, "/etc", false}, {1, "/home/ubuntu", false}, {2, "/srv/cache", false},
+}
+
+// Seed writes the fixture of the events in dir (the repository's events/)
+// into a store, sealing with sealer.
+func Seed(ctx context.Context, store sshdeck.Store, sealer *secret.Sealer, dir string) error {
+	ev, err := ReadEvent(dir, "get-host")
+	if err != nil {
+		return err
+	}
+	userID, _ := ev.RequestContext.Authorizer[auth.ContextUserID].(string)
+	valid, err := EventToken(dir, "valid")
+	if err != nil {
+		return err
+	}
+	admin, err := ReadEvent(dir, "publish-alert")
+	if err != nil {
+		return err
+	}
+	adminID, _ := admin.RequestContext.Authorizer[auth.ContextUserID].(string)
+	adminToken, _ := auth.BearerToken(admin.Headers["Authorization"])
+	if userID == "" || adminID == "" || adminToken == "" {
+		return fmt.Errorf("%s: get-host.json and publish-alert.json must name their callers (authorizer context, Authorization)", dir)
+	}
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	steps := []func() error{
+		func() error { return store.CreateUser(ctx, &sshdeck.User{ID: userID, Name: "alice", CreatedAt: now}) },
+		func() error {
+			return store.CreateToken(ctx, &sshdeck.Token{ID: "tok_valid", UserID: userID, Name: "events",
+				Hash: auth.HashToken(valid), CreatedAt: now})
+		},
+		// The admin of the admin routes' events.
+		func() error {
+			return store.CreateUser(ctx, &sshdeck.User{ID: adminID, Name: "root", Admin: true, CreatedAt: now})
+		},
+		func() error {
+			return store.CreateToken(ctx, &sshdeck.Token{ID: "tok_admin", UserID: adminID, Name: "events",
+				Hash: auth.HashToken(adminToken), CreatedAt: now})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	svc := hosts.NewService(store, sealer, nil)
+	for _, body := range seedHosts {
+		var in hosts.Input
+		if err := json.Unmarshal([]byte(body), &in); err != nil {
+			return err
+		}
+		if _, err := svc.Create(ctx, userID, &in); err != nil {
+			return err
+		}
+	}
+	entries := files.NewService(store, nil)
+	for _, e := range seedFiles {
+		in := &files.Input{Path: e.path, HostID: &e.host}
+		if e.recent {
+			err = entries.AddRecent(ctx, userID, in)
+		} else {
+			_, err = entries.AddShortcut(ctx, userID, in)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for i, title := range []string{"Scheduled maintenance", "Welcome"} {
+		if err := store.CreateAlert(ctx, &sshdeck.Alert{
+			ID: fmt.Sprintf("alr_5eed%012d", i+1), Title: title, Message: "About " + title,
+			ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertInfo,
+			CreatedAt: now,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Seed writes the fixture of the events in dir into the cloud's store.
+func (c *Cloud) Seed(ctx context.Context, dir string) error {
+	return Seed(ctx, c.Store, c.Sealer, dir)
+}
+
+// ReadEvent reads the proxy event dir/<name>.json.
+func ReadEvent(dir, name string) (events.APIGatewayProxyRequest, error) {
+	var ev events.APIGatewayProxyRequest
+	err := readJSON(filepath.Join(dir, name+".json"), &ev)
+	return ev, err
+}
+
+// ReadAuthorizerEvent reads the authorizer event dir/authorizer/<name>.json.
+func ReadAuthorizerEvent(dir, name string) (events.APIGatewayCustomAuthorizerRequestTypeRequest, error) {
+	var ev events.APIGatewayCustomAuthorizerRequestTypeRequest
+	err := readJSON(filepath.Join(dir, "authorizer", name+".json"), &ev)
+	return ev, err
+}
+
+// EventToken returns the bearer token of the authorizer event
+// dir/authorizer/<name>.json.
+func EventToken(dir, name string) (string, error) {
+	ev, err := ReadAuthorizerEvent(dir, name)
+	if err != nil {
+		return "", err
+	}
+	token, ok := auth.BearerToken(ev.Headers["Authorization"])
+	if !ok || !auth.WellFormed(token) {
+		return "", fmt.Errorf("%s/authorizer/%s.json has no well-formed bearer token", dir, name)
+	}
+	return token, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
