@@ -21,7 +21,9 @@ import (
 )
 
 const (
-	testUser     = "sshdeck-test"
+	// Not the tunnel tests' user (sshdeck-test): they set another password on
+	// it, and go test runs both packages at once.
+	testUser     = "sshdeck-sshdtest"
 	testPassword = "correct horse battery staple"
 	passphrase   = "s3cret passphrase"
 )
