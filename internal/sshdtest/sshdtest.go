@@ -425,6 +425,56 @@ func (s *Server) Restart() {
 	s.fail(s.start())
 }
 
+// Freeze stops sshd and every process descended from it (SIGSTOP), as a
+// host that hangs: connections stay open, nothing answers on them, and new
+// ones are accepted by the kernel but never greeted. Thaw resumes them.
+func (s *Server) Freeze() {
+	if s.t != nil {
+		s.t.Helper()
+	}
+	s.mu.Lock()
+	err := s.signalTree(syscall.SIGSTOP)
+	s.mu.Unlock()
+	s.fail(err)
+}
+
+// Thaw resumes a frozen server's processes (SIGCONT).
+func (s *Server) Thaw() {
+	if s.t != nil {
+		s.t.Helper()
+	}
+	s.mu.Lock()
+	err := s.signalTree(syscall.SIGCONT)
+	s.mu.Unlock()
+	s.fail(err)
+}
+
+// signalTree sends sig to sshd and all its descendants. For SIGSTOP it
+// waits, as killTree does, until no stopped process can still fork.
+func (s *Server) signalTree(sig syscall.Signal) error {
+	if s.cmd == nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	root := s.cmd.Process.Pid
+	tree := map[int]bool{root: true}
+	syscall.Kill(root, sig)
+	for {
+		if sig == syscall.SIGSTOP {
+			if err := waitState(tree, deadline, stopped); err != nil {
+				return fmt.Errorf("sshdtest: freezing sshd on %s: %w", s.Addr, err)
+			}
+		}
+		found, err := spread(tree, sig)
+		if err != nil {
+			return fmt.Errorf("sshdtest: signalling sshd on %s: %w", s.Addr, err)
+		}
+		if !found {
+			return nil
+		}
+	}
+}
+
 // Pid is the process id of the listening sshd (its connections are its
 // descendants), or 0 while it is killed.
 func (s *Server) Pid() int {

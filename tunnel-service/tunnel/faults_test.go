@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"net"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -84,6 +85,39 @@ func TestSourceRestart(t *testing.T) {
 	waitFor(t, m, "source", "retrying or waiting", func(st Status) bool { return st.Status != sshdeck.TunnelConnected })
 	w.source.Restart()
 	waitFor(t, m, "source", "connected again", state(sshdeck.TunnelConnected))
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEndpointHangs: an endpoint that stops answering, its connections
+// still open (its sshd frozen), is found dead by the keepalives alone,
+// and the tunnel comes back once the endpoint answers again.
+func TestEndpointHangs(t *testing.T) {
+	w := newWorld(t)
+	m := w.manager("a")
+	port := sshdtest.FreePort(t)
+	req := w.request("hang", port)
+	req.MaxRetries, req.RetryInterval = ptr(100), ptr(200)
+	connect(t, m, req)
+	waitFor(t, m, "hang", "connected", state(sshdeck.TunnelConnected))
+
+	w.endpoint.Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			w.endpoint.Thaw()
+		}
+	}()
+	st := waitFor(t, m, "hang", "failed by its keepalives", func(st Status) bool {
+		return st.ErrorType != nil && *st.ErrorType == sshdeck.TunnelErrTimeout && strings.Contains(st.Reason, "keepalives unanswered")
+	})
+	if !strings.HasPrefix(st.Reason, "endpoint ") {
+		t.Errorf("reason %q: the endpoint hung, not the source", st.Reason)
+	}
+	w.endpoint.Thaw()
+	thawed = true
+	waitFor(t, m, "hang", "connected again", state(sshdeck.TunnelConnected))
 	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package tunnel
 
 import (
-	"context"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -16,39 +15,53 @@ const (
 	DefaultKeepaliveMisses   = 3
 )
 
-// keepalive sends keepalive@openssh.com requests on c (any answer, even a
-// refusal, proves the peer alive) until ctx ends or the peer is dead. It
-// returns the failure that says so, having closed c so that everything
-// riding on it ends too.
-func keepalive(ctx context.Context, c *ssh.Client, interval time.Duration, misses int, what string) error {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	answers := make(chan error, 1)
-	pending, missed := false, 0
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-answers:
-			pending, missed = false, 0
-			if err != nil {
-				c.Close()
-				return asFailure(err, what)
-			}
-		case <-ticker.C:
-			if pending {
-				// The last request is still unanswered: one more miss.
-				if missed++; missed >= misses {
-					c.Close()
-					return fail(sshdeck.TunnelErrTimeout, true, nil, "%s: %d keepalives unanswered in %s", what, misses, time.Duration(misses)*interval)
-				}
-				continue
-			}
-			pending = true
-			go func() {
-				_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
-				answers <- err
-			}()
+// keeper sends keepalive@openssh.com requests on one SSH connection (any
+// answer, even a refusal, proves the peer alive). It has no goroutine of
+// its own: the tunnel's attempt loop calls tick on every interval and
+// answered with each answer, so an idle tunnel holds one goroutine for its
+// two connections' keepalives rather than two (plus one per request in
+// flight). A keeper that finds its peer dead closes the connection, so
+// that everything riding on it ends too, and returns the failure.
+type keeper struct {
+	c       *ssh.Client
+	what    string
+	misses  int
+	every   time.Duration
+	pending bool // a request is in flight
+	missed  int  // ticks in a row that found it still in flight
+}
+
+// keepaliveAnswer is a keeper's request's answer.
+type keepaliveAnswer struct {
+	k   *keeper
+	err error
+}
+
+// tick sends a request, or counts one more miss when the last is still
+// unanswered. answers must have room for one answer per keeper: the
+// request's goroutine never blocks, even after the loop has gone.
+func (k *keeper) tick(answers chan<- keepaliveAnswer) error {
+	if k.pending {
+		if k.missed++; k.missed >= k.misses {
+			k.c.Close()
+			return fail(sshdeck.TunnelErrTimeout, true, nil, "%s: %d keepalives unanswered in %s", k.what, k.misses, time.Duration(k.misses)*k.every)
 		}
+		return nil
 	}
+	k.pending = true
+	go func() {
+		_, _, err := k.c.SendRequest("keepalive@openssh.com", true, nil)
+		answers <- keepaliveAnswer{k, err}
+	}()
+	return nil
+}
+
+// answered records the answer to the request in flight.
+func (k *keeper) answered(err error) error {
+	k.pending, k.missed = false, 0
+	if err != nil {
+		k.c.Close()
+		return asFailure(err, k.what)
+	}
+	return nil
 }

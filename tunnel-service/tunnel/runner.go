@@ -101,12 +101,15 @@ func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Durat
 	r.report(connected)
 	since := r.now()
 
-	watch, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	ended := make(chan error, 3)
+	ended := make(chan error, 1)
 	go func() { ended <- fw.serve() }()
-	go func() { ended <- keepalive(watch, l.source, r.keepalive, r.misses, "source "+src.addr()) }()
-	go func() { ended <- keepalive(watch, l.endpoint, r.keepalive, r.misses, "endpoint "+dst.addr()) }()
+	keepers := []*keeper{
+		{c: l.source, what: "source " + src.addr(), misses: r.misses, every: r.keepalive},
+		{c: l.endpoint, what: "endpoint " + dst.addr(), misses: r.misses, every: r.keepalive},
+	}
+	answers := make(chan keepaliveAnswer, len(keepers))
+	ticker := time.NewTicker(r.keepalive)
+	defer ticker.Stop()
 	stable := time.NewTimer(r.stableAfter)
 	defer stable.Stop()
 	for {
@@ -115,6 +118,16 @@ func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Durat
 			return nil, r.now().Sub(since)
 		case err := <-ended:
 			return asFailure(err, "tunnel"), r.now().Sub(since)
+		case a := <-answers:
+			if err := a.k.answered(a.err); err != nil {
+				return asFailure(err, "tunnel"), r.now().Sub(since)
+			}
+		case <-ticker.C:
+			for _, k := range keepers {
+				if err := k.tick(answers); err != nil {
+					return asFailure(err, "tunnel"), r.now().Sub(since)
+				}
+			}
 		case <-stable.C:
 			if connected.RetryCount > 0 {
 				connected.RetryCount = 0
