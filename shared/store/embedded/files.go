@@ -3,8 +3,10 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -30,17 +32,42 @@ func (s *Store) PutRecentFile(ctx context.Context, e *sshdeck.FileEntry, keep in
 		if err := putJSON(b, key, &stored); err != nil {
 			return err
 		}
-		entries, err := loadFiles(b, e.HostID, e.Kind)
-		if err != nil || len(entries) <= keep {
+		return trimRecent(b, e.HostID, keep)
+	})
+}
+
+// trimRecent deletes the host's recent entries beyond the newest keep. It
+// counts the keys first, and decodes only the entries' times when there is
+// something to trim: an add to a full list is the common case of a busy
+// host, and decoding every entry of it whole was most of the add's cost.
+func trimRecent(b *bolt.Bucket, hostID int64, keep int) error {
+	prefix := filePrefix(hostID, sshdeck.RecentFile)
+	c := b.Cursor()
+	n := 0
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	if n <= keep {
+		return nil
+	}
+	// The path is the key's rest; the time is all the order needs besides.
+	entries := make([]*sshdeck.FileEntry, 0, n)
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var stamp struct {
+			LastOpened time.Time `json:"lastOpened"`
+		}
+		if err := json.Unmarshal(v, &stamp); err != nil {
+			return fmt.Errorf("decode value of key %q: %w", k, err)
+		}
+		entries = append(entries, &sshdeck.FileEntry{HostID: hostID, Kind: sshdeck.RecentFile, Path: string(k[len(prefix):]), LastOpened: stamp.LastOpened})
+	}
+	sshdeck.SortFiles(entries, sshdeck.RecentFile)
+	for _, old := range entries[keep:] {
+		if err := b.Delete(fileKey(old.HostID, old.Kind, old.Path)); err != nil {
 			return err
 		}
-		for _, old := range entries[keep:] {
-			if err := b.Delete(fileKey(old.HostID, old.Kind, old.Path)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // AddShortcut stores e unless its path is there, in one transaction with
