@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // KeySize is the size of a data key: AES-256.
@@ -39,13 +40,45 @@ type Keyring interface {
 	Unwrap(ctx context.Context, wrapped []byte) ([]byte, error)
 }
 
-// Sealer seals and opens envelopes with the keys of a Keyring.
+// Sealer seals and opens envelopes with the keys of a Keyring. It keeps
+// the AES-GCM cipher of each data key it used: setting one up (key
+// expansion, GHASH tables) cost more than opening a password with it, and a
+// list of hosts opens one per host.
 type Sealer struct {
 	keyring Keyring
+
+	mu    sync.RWMutex
+	aeads map[string]cipher.AEAD // by data key
 }
 
+// maxAEADs bounds Sealer.aeads (as the KMS keyring bounds its keys); past
+// it, it starts over.
+const maxAEADs = 1024
+
 // NewSealer returns a Sealer over the keyring.
-func NewSealer(k Keyring) *Sealer { return &Sealer{keyring: k} }
+func NewSealer(k Keyring) *Sealer { return &Sealer{keyring: k, aeads: map[string]cipher.AEAD{}} }
+
+// aead returns the cipher of a data key. An AES-GCM AEAD holds no state
+// between calls, so one serves every goroutine.
+func (s *Sealer) aead(key []byte) (cipher.AEAD, error) {
+	s.mu.RLock()
+	a, ok := s.aeads[string(key)]
+	s.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	a, err := newGCM(key)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.aeads) >= maxAEADs {
+		clear(s.aeads)
+	}
+	s.aeads[string(key)] = a
+	s.mu.Unlock()
+	return a, nil
+}
 
 // AD names the field of a record for the additional data of its envelope,
 // e.g. AD("host", owner, "7", "password"). Parts are server-made ids and
@@ -59,7 +92,7 @@ func (s *Sealer) Seal(ctx context.Context, plaintext []byte, ad string) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("secret: data key: %w", err)
 	}
-	aead, err := newGCM(key)
+	aead, err := s.aead(key)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +126,7 @@ func (s *Sealer) Open(ctx context.Context, envelope []byte, ad string) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("secret: unwrap data key: %w", err)
 	}
-	aead, err := newGCM(key)
+	aead, err := s.aead(key)
 	if err != nil {
 		return nil, err
 	}

@@ -123,3 +123,89 @@ func TestKeyFileRefusesLooseModeAndWrongSize(t *testing.T) {
 		t.Fatal("created a key file in a missing directory")
 	}
 }
+
+// rotatingKeyring hands out one data key, then another after rotate; it
+// opens both.
+type rotatingKeyring struct {
+	keys    map[string][]byte // by wrapped form
+	current string
+}
+
+func (k *rotatingKeyring) rotate(name string) {
+	key := bytes.Repeat([]byte{byte(len(k.keys) + 1)}, KeySize)
+	k.keys[name], k.current = key, name
+}
+
+func (k *rotatingKeyring) DataKey(context.Context) ([]byte, []byte, error) {
+	return k.keys[k.current], []byte(k.current), nil
+}
+
+func (k *rotatingKeyring) Unwrap(_ context.Context, wrapped []byte) ([]byte, error) {
+	key, ok := k.keys[string(wrapped)]
+	if !ok {
+		return nil, ErrOpen
+	}
+	return key, nil
+}
+
+// TestSealerKeepsEachKeysCipher: the Sealer keeps a cipher per data key;
+// envelopes under each key, sealed in turn, open with their own key only,
+// also past the bound of kept ciphers.
+func TestSealerKeepsEachKeysCipher(t *testing.T) {
+	k := &rotatingKeyring{keys: map[string][]byte{}}
+	s := NewSealer(k)
+	ctx := context.Background()
+	envs := map[string][]byte{}
+	for _, name := range []string{"a", "b", "c"} {
+		k.rotate(name)
+		env, err := s.Seal(ctx, []byte("pw-"+name), "ad")
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs[name] = env
+	}
+	for name, env := range envs {
+		if got, err := s.Open(ctx, env, "ad"); err != nil || string(got) != "pw-"+name {
+			t.Fatalf("Open of %s's envelope = %q, %v", name, got, err)
+		}
+		// The same ciphertext presented as another key's does not open.
+		moved := bytes.Clone(env)
+		moved[2] = 'a' + (env[2]-'a'+1)%3
+		if _, err := s.Open(ctx, moved, "ad"); err != ErrOpen {
+			t.Fatalf("%s's envelope under another key: %v, want ErrOpen", name, err)
+		}
+	}
+	for i := range maxAEADs + 10 {
+		k.keys[string(rune(0x100+i))] = bytes.Repeat([]byte{byte(i)}, KeySize)
+		k.current = string(rune(0x100 + i))
+		if _, err := s.Seal(ctx, []byte("x"), "ad"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.aeads) > maxAEADs {
+		t.Fatalf("%d ciphers kept, bound %d", len(s.aeads), maxAEADs)
+	}
+	if got, err := s.Open(ctx, envs["b"], "ad"); err != nil || string(got) != "pw-b" {
+		t.Fatalf("Open after the bound = %q, %v", got, err)
+	}
+}
+
+// BenchmarkOpen: opening one password, as a host read does per host.
+func BenchmarkOpen(b *testing.B) {
+	k, err := NewLocalKeyring(bytes.Repeat([]byte{7}, KeySize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewSealer(k)
+	ctx := context.Background()
+	env, err := s.Seal(ctx, []byte("hunter2"), "ad")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Open(ctx, env, "ad"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
