@@ -38,6 +38,18 @@ func mustCreateHosts(t *testing.T, s *dynamo.Store, owner string, n int) {
 	}
 }
 
+// newPatch returns a patch of the owner's host that renames it, credentials
+// kept, without conditions.
+func newPatch(owner string, id int64) *sshdeck.HostPatch {
+	p := &sshdeck.HostPatch{Owner: owner, ID: id, UpdatedAt: time.Now()}
+	p.Name = "patched"
+	return p
+}
+
+// moreCallers adds to callers (routes_test.go) the callers of methods it
+// does not list: PatchHost, which update-host calls.
+var moreCallers = map[string][]string{"PatchHost": {"update-host"}}
+
 // newEntry returns an entry of kind at path, opened (and created) now.
 func newEntry(owner string, hostID int64, kind sshdeck.FileKind, path string) *sshdeck.FileEntry {
 	e := &sshdeck.FileEntry{Owner: owner, HostID: hostID, Kind: kind, Path: path, Name: path, CreatedAt: time.Now()}
@@ -117,6 +129,38 @@ func TestCallCounts(t *testing.T) {
 		{"UpdateHost", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, "", map[string]int{"PutItem": 1}},
 		{"UpdateHost stale", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, sshdeck.Conflict, map[string]int{"PutItem": 1, "GetItem": 1}},
 		{"UpdateHost absent", func() error { return s.UpdateHost(ctx, newHost("alice", 99, 2)) }, sshdeck.NotFound, map[string]int{"PutItem": 1, "GetItem": 1}},
+		// Host 10, created past the counter, is at version 1.
+		{"PatchHost", func() error { _, err := s.PatchHost(ctx, newPatch("alice", 10)); return err }, "", map[string]int{"UpdateItem": 1}},
+		{"PatchHost at its version", func() error {
+			p := newPatch("alice", 10)
+			p.IfVersion = 2
+			_, err := s.PatchHost(ctx, p)
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"PatchHost at another version", func() error {
+			p := newPatch("alice", 10)
+			p.IfVersion = 2
+			_, err := s.PatchHost(ctx, p)
+			return err
+		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"PatchHost of another keyType", func() error {
+			p := newPatch("alice", 10)
+			p.IfKeyType = "ssh-rsa"
+			_, err := s.PatchHost(ctx, p)
+			return err
+		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"PatchHost if no password, of a host with one", func() error {
+			p := newPatch("alice", 10)
+			p.IfNoPassword = true
+			_, err := s.PatchHost(ctx, p)
+			return err
+		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
+		{"PatchHost absent", func() error {
+			p := newPatch("alice", 99)
+			p.IfVersion = 1
+			_, err := s.PatchHost(ctx, p)
+			return err
+		}, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
 		{"PutRecentFile", func() error {
 			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 2)
 		}, "", map[string]int{"TransactWriteItems": 1, "Query": 1}},
@@ -227,10 +271,15 @@ func TestCallCounts(t *testing.T) {
 			t.Errorf("%s: got calls %v, want %v", step.name, got, step.want)
 		}
 		method, _, _ := strings.Cut(step.name, " ")
-		for _, who := range callers[method] {
+		for _, who := range slices.Concat(callers[method], moreCallers[method]) {
 			srv.CheckGranted(t, step.name+" in "+who, granted(t, who))
 		}
 		stepped[method] = true
+	}
+	for method := range maps.Keys(moreCallers) {
+		if !stepped[method] {
+			t.Errorf("moreCallers names %s, which no step calls", method)
+		}
 	}
 	for method := range callers {
 		if !stepped[method] {

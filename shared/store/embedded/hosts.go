@@ -108,6 +108,28 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 	})
 }
 
+// PatchHost applies p to the owner's host in one transaction that reads
+// it, checks p's conditions and writes the result; NotFound when absent,
+// Conflict when a condition fails.
+func (s *Store) PatchHost(ctx context.Context, p *sshdeck.HostPatch) (*sshdeck.Host, error) {
+	var h *sshdeck.Host
+	err := s.update(ctx, "patch host", func(tx *bolt.Tx) error {
+		b := ownerBucket(tx, p.Owner)
+		stored, err := loadHost(b, p.ID)
+		if err != nil {
+			return err
+		}
+		if h, err = p.Apply(stored); err != nil {
+			return err
+		}
+		return putJSON(b, hostKey(p.ID), h)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // DeleteHost removes the owner's host and its file-manager entries, in one
 // transaction; with version > 0 only at that version.
 func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version int64) error {
