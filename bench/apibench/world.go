@@ -54,25 +54,33 @@ const cpuTick = 10 * time.Millisecond
 // start builds sshdeck (with the pprof build tag when profiling), starts
 // the fakes of GitHub and the remote alerts, and serves on a free loopback
 // port over a new data directory.
-func start(ctx context.Context, o report.Options, profileDir string) (w *world, err error) {
+func start(ctx context.Context, o report.Options, profileDir string) (*world, error) {
 	dir, err := os.MkdirTemp("", "sshdeck-apibench")
 	if err != nil {
 		return nil, err
 	}
-	w = &world{o: o, dir: dir, bin: filepath.Join(dir, "sshdeck"), client: &http.Client{Timeout: time.Minute}}
-	defer func() {
-		if err != nil {
-			w.close()
-		}
-	}()
+	bin := filepath.Join(dir, "sshdeck")
 	var args []string
 	if profileDir != "" {
 		args = append(args, "-tags", "pprof")
 	}
 	o.Logf("building sshdeck")
-	if err := gobuild.Build(filepath.Join(o.Root, "cmd", "sshdeck"), w.bin, nil, args...); err != nil {
+	if err := gobuild.Build(filepath.Join(o.Root, "cmd", "sshdeck"), bin, nil, args...); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
+	return startBinary(ctx, o, dir, bin, profileDir != "")
+}
+
+// startBinary serves with the sshdeck binary bin, its data in dir (which
+// close removes).
+func startBinary(ctx context.Context, o report.Options, dir, bin string, pprof bool) (_ *world, err error) {
+	w := &world{o: o, dir: dir, bin: bin, client: &http.Client{Timeout: time.Minute}}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
 	w.github = upstreamtest.NewGitHub()
 	w.remote = upstreamtest.NewAlerts()
 	expires := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
@@ -94,7 +102,7 @@ func start(ctx context.Context, o report.Options, profileDir string) (w *world, 
 		"SSHDECK_ALERTS_URL="+w.remote.URL,
 		"SSHDECK_GITHUB_TOKEN=",
 	)
-	if profileDir != "" {
+	if pprof {
 		w.cmd.Env = append(w.cmd.Env, "SSHDECK_PPROF_ADDR=127.0.0.1:0")
 	}
 	// Its request log goes to a file: writing it is part of the cost.
@@ -104,7 +112,7 @@ func start(ctx context.Context, o report.Options, profileDir string) (w *world, 
 	}
 	w.done = make(chan error, 1)
 	go func() { w.done <- w.cmd.Wait() }()
-	if err := w.waitServing(ctx, logPath, profileDir != ""); err != nil {
+	if err := w.waitServing(ctx, logPath, pprof); err != nil {
 		return nil, err
 	}
 	o.Logf("serving on %s (pid %d), request log in %s", w.url, w.cmd.Process.Pid, logPath)
