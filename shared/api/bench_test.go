@@ -21,6 +21,8 @@ func benchmarkGet(b *testing.B, hosts int, path func(i int) string) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
