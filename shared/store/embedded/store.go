@@ -40,7 +40,8 @@ var ErrLocked = errors.New("store is locked")
 
 // Store is the sshdeck.Store over a bbolt file.
 type Store struct {
-	db *bolt.DB
+	db    *bolt.DB
+	group groupCommit
 }
 
 var _ sshdeck.Store = (*Store)(nil)
@@ -113,7 +114,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) 
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.db.Update(fn))
+	return wrap(op, s.commit(fn))
 }
 
 // wrap leaves coded errors alone: their message is meant for the caller.
