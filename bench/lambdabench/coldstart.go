@@ -26,9 +26,9 @@ type coldStart struct {
 	// init is exec to the first next request (the end of the function's
 	// initialisation), first exec to the answer of the first event.
 	init, first time.Duration
-	// cpu is the process's CPU time (user and system) until it was killed,
-	// a little after its answer: less noisy than wall time on a busy
-	// machine.
+	// cpu is the process's CPU time (user and system) until it exited,
+	// when the Runtime API closed after its answer: less noisy than wall
+	// time on a busy machine.
 	cpu time.Duration
 	// initCalls are the DynamoDB calls made before the first next,
 	// calls those of the first event; initKMS and kms the same of KMS.
@@ -101,7 +101,7 @@ func lambdaEnv(name, api string) []string {
 // expect, KMS, the upstream services) and a Runtime API with the function's
 // event queued, runs the bootstrap bin with the environment Lambda and the
 // CDK stack would give it (plus env), and times it until the Runtime API
-// has its answer; then kills it.
+// has its answer; then closes the Runtime API, which makes it exit.
 func runColdStart(ctx context.Context, root, bin string, f function, env []string) (coldStart, error) {
 	var cs coldStart
 	payload, err := os.ReadFile(f.event)
@@ -155,8 +155,15 @@ func runColdStart(ctx context.Context, root, bin string, f function, env []strin
 		}
 	}()
 	res, err := rt.Wait(wctx, inv)
-	cmd.Process.Kill()
-	<-exited
+	// Without its Runtime API a function exits (aws-lambda-go fails on
+	// next); one that does not is killed.
+	rt.Close()
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
 	if err != nil {
 		if exitErr != nil || ctx.Err() == nil {
 			err = fmt.Errorf("no answer (%v; exit: %v); its output:\n%s", err, exitErr, tail(out.String()))
@@ -260,7 +267,7 @@ func coldStartSection(o report.Options, fns []function, res results) report.Sect
 			"Its event (`events/<name>.json`, the authorizer's `events/authorizer/valid.json`) is queued before exec. "+
 			"**init** is exec to the first `GET …/invocation/next` (main's setup done), **first answer** exec to the Runtime API "+
 			"receiving the response to the event (which must be 2xx, or Allow), **CPU** the process's user and system time "+
-			"until it was killed just after its answer (steadier than wall time on a busy machine). %d runs per function, each on a fresh fixture, "+
+			"until it exited (the Runtime API closes after the answer) (steadier than wall time on a busy machine). %d runs per function, each on a fresh fixture, "+
 			"round-robin over the functions; milliseconds.", runtime.GOOS, runtime.GOARCH, n),
 	}
 	t := report.Table{Header: []string{"function", "init p50", "init max", "first answer p50", "first answer max", "CPU p50", "answer"}}

@@ -15,7 +15,9 @@ import (
 // and runs its cold start LAMBDABENCH_RUNS times (default 20), logging each
 // run's figures, with LAMBDABENCH_ENV (space-separated NAME=value, e.g.
 // GODEBUG=inittrace=1) added to its environment and its output logged with
-// LAMBDABENCH_OUTPUT=1:
+// LAMBDABENCH_OUTPUT=1, under the command LAMBDABENCH_WRAP (e.g.
+// "strace -f -r -o /tmp/trace") when set, and built with its symbols
+// (no -ldflags='-s -w') with LAMBDABENCH_SYMBOLS=1:
 //
 //	LAMBDABENCH_PROFILE=get-host LAMBDABENCH_ENV=GODEBUG=inittrace=1 LAMBDABENCH_OUTPUT=1 \
 //	    go test -run ColdStartProfile -v ./bench/lambdabench/
@@ -42,13 +44,35 @@ func TestColdStartProfile(t *testing.T) {
 		n = 20
 	}
 	dir := t.TempDir()
-	if err := buildFunctions(t.Context(), root, dir, []function{f}, nil); err != nil {
+	if os.Getenv("LAMBDABENCH_SYMBOLS") != "" {
+		// Kept, for perf report to read the symbols.
+		var err error
+		if dir, err = os.MkdirTemp("", "lambdabench-profile"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("the bootstrap is kept in %s", dir)
+	}
+	flags := lambdaFlags
+	if os.Getenv("LAMBDABENCH_SYMBOLS") != "" {
+		flags = []string{"-tags", "lambda.norpc", "-trimpath"} // symbols, for perf
+	}
+	if err := buildWith(t.Context(), root, dir, []function{f}, nil, flags); err != nil {
 		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, f.name)
+	if wrap := os.Getenv("LAMBDABENCH_WRAP"); wrap != "" {
+		// A command to run the bootstrap under (strace -f -r -o /tmp/trace):
+		// a script in its place.
+		script := filepath.Join(dir, "wrapped")
+		if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+wrap+" "+bin+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bin = script
 	}
 	env := strings.Fields(os.Getenv("LAMBDABENCH_ENV"))
 	var runs []coldStart
 	for i := range n {
-		cs, err := runColdStart(t.Context(), root, filepath.Join(dir, f.name), f, env)
+		cs, err := runColdStart(t.Context(), root, bin, f, env)
 		if err != nil {
 			t.Fatal(err)
 		}

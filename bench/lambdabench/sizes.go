@@ -110,7 +110,12 @@ func mb(n int64) string { return fmt.Sprintf("%.2f", float64(n)/1e6) }
 // buildFunctions builds the functions with the Makefile's flags into dir
 // (dir/<name>), in one go build, with env added (GOOS, GOARCH).
 func buildFunctions(ctx context.Context, root, dir string, fns []function, env []string) error {
-	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, lambdaFlags...)
+	return buildWith(ctx, root, dir, fns, env, lambdaFlags)
+}
+
+// buildWith is buildFunctions with other flags.
+func buildWith(ctx context.Context, root, dir string, fns []function, env, flags []string) error {
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, flags...)
 	for _, f := range fns {
 		args = append(args, "./functions/"+f.name)
 	}
