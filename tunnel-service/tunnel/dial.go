@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -61,9 +62,10 @@ type dialer struct {
 }
 
 // link is a tunnel's two SSH connections; the endpoint's rides in a channel
-// of the source's.
+// of the source's, whose requests are in hop.
 type link struct {
-	source, endpoint *ssh.Client
+	source, endpoint *sshConn
+	hop              <-chan *ssh.Request
 }
 
 func (l *link) Close() {
@@ -79,7 +81,7 @@ func (d *dialer) dial(ctx context.Context, owner string, src, dst hop) (*link, e
 	if err != nil {
 		return nil, err
 	}
-	conn, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, "tcp", addr)
+	conn, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, "tcp", addr.String())
 	if err != nil {
 		return nil, d.dialFailure(ctx, err, src)
 	}
@@ -92,18 +94,36 @@ func (d *dialer) dial(ctx context.Context, owner string, src, dst hop) (*link, e
 		l.Close()
 		return nil, err
 	}
-	dctx, cancel := context.WithTimeout(ctx, d.timeout)
-	conn, err = source.DialContext(dctx, "tcp", addr)
-	cancel()
+	var through *chanConn
+	timedOut := d.bounded(ctx, source, func() {
+		through, l.hop, err = openDirect(source, addr.Addr().String(), int(addr.Port()))
+	})
+	if timedOut {
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
 		l.Close()
 		return nil, d.dialFailure(ctx, err, dst)
 	}
-	if l.endpoint, err = d.handshake(ctx, conn, owner, dst); err != nil {
+	if l.endpoint, err = d.handshake(ctx, through, owner, dst); err != nil {
 		l.Close()
 		return nil, err
 	}
 	return l, nil
+}
+
+// bounded runs f, which uses c, within the dial timeout and ctx. x/crypto/ssh
+// takes no context, and the endpoint's conn (an SSH channel) has no
+// deadlines: closing c is what interrupts f. It reports whether the
+// timeout did.
+func (d *dialer) bounded(ctx context.Context, c io.Closer, f func()) (timedOut bool) {
+	var expired atomic.Bool
+	timer := time.AfterFunc(d.timeout, func() { expired.Store(true); c.Close() })
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	f()
+	timer.Stop()
+	stop()
+	return expired.Load()
 }
 
 func (d *dialer) dialFailure(ctx context.Context, err error, h hop) error {
@@ -117,16 +137,16 @@ func (d *dialer) dialFailure(ctx context.Context, err error, h hop) error {
 // so that the address checked against the denied ranges is the one dialled
 // (the endpoint's too: the source is asked to connect to the address, not
 // the name).
-func (d *dialer) resolve(ctx context.Context, h hop) (string, error) {
+func (d *dialer) resolve(ctx context.Context, h hop) (netip.AddrPort, error) {
 	addrs, err := d.lookup(ctx, h.IP)
 	if err != nil {
-		return "", d.dialFailure(ctx, err, h)
+		return netip.AddrPort{}, d.dialFailure(ctx, err, h)
 	}
 	if denied, ok := d.denied(addrs); ok {
-		return "", fail(sshdeck.TunnelErrForbidden, false, nil,
+		return netip.AddrPort{}, fail(sshdeck.TunnelErrForbidden, false, nil,
 			"%s %s resolves to %s, in the denied range %s", h.role, h.addr(), denied.addr, denied.prefix)
 	}
-	return net.JoinHostPort(addrs[0].String(), strconv.Itoa(h.SSHPort)), nil
+	return netip.AddrPortFrom(addrs[0], uint16(h.SSHPort)), nil
 }
 
 func (d *dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -179,7 +199,7 @@ func (d *dialer) checkAllowed(ctx context.Context, field, host string) error {
 }
 
 // handshake runs the SSH handshake on conn within the dial timeout.
-func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h hop) (*ssh.Client, error) {
+func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h hop) (*sshConn, error) {
 	what := fmt.Sprintf("%s %s", h.role, h.addr())
 	v := &verifier{keys: d.keys, ctx: ctx, owner: owner, addr: h.addr(), pin: h.HostKey}
 	algorithms, err := v.prepare()
@@ -198,16 +218,16 @@ func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h h
 		HostKeyCallback:   v.callback,
 		HostKeyAlgorithms: algorithms,
 	}
-	// x/crypto/ssh takes no context, and the endpoint's conn (an SSH
-	// channel) has no deadlines: closing the conn is what interrupts it.
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(d.timeout, func() { timedOut.Store(true); conn.Close() })
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	c, chans, reqs, err := ssh.NewClientConn(conn, h.addr(), cfg)
-	timer.Stop()
-	stop()
+	var (
+		c     ssh.Conn
+		chans <-chan ssh.NewChannel
+		reqs  <-chan *ssh.Request
+	)
+	timedOut := d.bounded(ctx, conn, func() {
+		c, chans, reqs, err = ssh.NewClientConn(conn, h.addr(), cfg)
+	})
 	if err == nil {
-		return ssh.NewClient(c, chans, reqs), nil
+		return &sshConn{Conn: c, chans: chans, reqs: reqs, what: what}, nil
 	}
 	conn.Close()
 	var f *failure
@@ -216,7 +236,7 @@ func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h h
 		return nil, ctx.Err()
 	case errors.As(err, &f):
 		return nil, f
-	case timedOut.Load():
+	case timedOut:
 		return nil, fail(sshdeck.TunnelErrTimeout, true, err, "%s: no SSH handshake within %s", what, d.timeout)
 	case !v.checked.Load() || isNetwork(err):
 		return nil, asFailure(err, what)

@@ -8,67 +8,104 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// forward is a remote forward: the endpoint listens on
+// forward is a remote forward, as ssh -R: the endpoint listens on
 // 127.0.0.1:endpointPort and every connection made there is carried to
-// the source's 127.0.0.1:sourcePort.
+// the source's 127.0.0.1:sourcePort. The endpoint announces each
+// connection by opening a forwarded-tcpip channel, which the tunnel's
+// loop hands to accept (ssh.Client's listener would hold an Accept loop
+// and two goroutines of its own per tunnel).
 type forward struct {
-	link       *link
-	listener   net.Listener
-	sourceAddr string
-	log        *slog.Logger
-	conns      sync.WaitGroup
+	link         *link
+	endpointPort int
+	sourcePort   int
+	log          *slog.Logger
+	conns        sync.WaitGroup
+}
+
+// loopback is where the forward listens on the endpoint and connects on
+// the source.
+const loopback = "127.0.0.1"
+
+// tcpipForward is the payload of the tcpip-forward and
+// cancel-tcpip-forward global requests (RFC 4254 7.1).
+type tcpipForward struct {
+	Addr string
+	Port uint32
+}
+
+// forwardedTCPIP is the payload of a forwarded-tcpip channel open (RFC
+// 4254 7.2): the address it was connected to, and who connected.
+type forwardedTCPIP struct {
+	Addr       string
+	Port       uint32
+	OriginAddr string
+	OriginPort uint32
 }
 
 // listen asks the endpoint to listen. The endpoint refusing (the port is
 // taken, or forwarding is not allowed there) is a port_conflict.
 func listen(l *link, endpointPort, sourcePort int, log *slog.Logger) (*forward, error) {
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(endpointPort))
-	ln, err := l.endpoint.Listen("tcp", addr)
+	f := &forward{link: l, endpointPort: endpointPort, sourcePort: sourcePort, log: log}
+	ok, _, err := l.endpoint.SendRequest("tcpip-forward", true, f.request())
 	if err != nil {
-		if isNetwork(err) {
-			return nil, asFailure(err, "endpoint")
-		}
-		return nil, fail(sshdeck.TunnelErrPortConflict, true, err,
-			"the endpoint refused to listen on %s: the port is taken, or the endpoint does not allow remote forwarding", addr)
+		return nil, asFailure(err, "endpoint")
 	}
-	return &forward{
-		link:       l,
-		listener:   ln,
-		sourceAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sourcePort)),
-		log:        log,
-	}, nil
+	if !ok {
+		return nil, fail(sshdeck.TunnelErrPortConflict, true, nil,
+			"the endpoint refused to listen on %s: the port is taken, or the endpoint does not allow remote forwarding",
+			net.JoinHostPort(loopback, strconv.Itoa(endpointPort)))
+	}
+	return f, nil
 }
 
-// serve accepts connections until the listener closes, which happens when
-// the endpoint connection ends or close is called.
-func (f *forward) serve() error {
-	for {
-		conn, err := f.listener.Accept()
-		if err != nil {
-			return asFailure(err, "endpoint")
-		}
-		f.conns.Add(1)
-		go func() {
-			defer f.conns.Done()
-			f.carry(conn)
-		}()
-	}
+func (f *forward) request() []byte {
+	return ssh.Marshal(&tcpipForward{Addr: loopback, Port: uint32(f.endpointPort)})
 }
 
-// carry copies one connection to the source's port and back.
-func (f *forward) carry(in net.Conn) {
-	out, err := f.link.source.Dial("tcp", f.sourceAddr)
+// accept carries the connection the endpoint announced in nc, in a
+// goroutine of its own so that the tunnel's loop never waits on the
+// source. A channel for any other address is refused, as RFC 4254 says
+// a spurious one must be.
+func (f *forward) accept(nc ssh.NewChannel) {
+	var p forwardedTCPIP
+	if nc.ChannelType() != "forwarded-tcpip" || ssh.Unmarshal(nc.ExtraData(), &p) != nil ||
+		p.Addr != loopback || p.Port != uint32(f.endpointPort) {
+		nc.Reject(ssh.Prohibited, "no forward for this address")
+		return
+	}
+	f.conns.Add(1)
+	go func() {
+		defer f.conns.Done()
+		f.carry(nc)
+	}()
+}
+
+// carry connects to the source's port, then accepts the endpoint's
+// channel and copies between the two.
+func (f *forward) carry(nc ssh.NewChannel) {
+	out, outReqs, err := openDirect(f.link.source, loopback, f.sourcePort)
 	if err != nil {
 		// The tunnel is fine; nothing listens on the source's port. The
 		// client sees its connection closed, as with ssh -R.
-		f.log.Warn("source port refused a forwarded connection", "source_addr", f.sourceAddr, "error", err.Error())
-		in.Close()
+		f.log.Warn("source port refused a forwarded connection", "source_port", f.sourcePort, "error", err.Error())
+		nc.Reject(ssh.ConnectionFailed, "the source's port refused the connection")
 		return
 	}
-	pipe(in, out)
+	ch, inReqs, err := nc.Accept()
+	if err != nil {
+		out.Close()
+		return
+	}
+	// Neither peer sends requests on these channels; discarded, so that
+	// one that does cannot stall its connection.
+	go ssh.DiscardRequests(inReqs)
+	go ssh.DiscardRequests(outReqs)
+	pipe(&chanConn{ch}, out)
 }
 
 // cancelTimeout bounds the wait for the endpoint to confirm it stopped
@@ -79,15 +116,10 @@ const cancelTimeout = 5 * time.Second
 // is free before any redial), then closes both SSH connections, which ends
 // every carried connection.
 func (f *forward) close() {
-	cancelled := make(chan struct{})
-	go func() {
-		f.listener.Close()
-		close(cancelled)
-	}()
-	select {
-	case <-cancelled:
-	case <-time.After(cancelTimeout):
-	}
+	// Closing the connections is what ends a request left unanswered.
+	timer := time.AfterFunc(cancelTimeout, f.link.Close)
+	f.link.endpoint.SendRequest("cancel-tcpip-forward", true, f.request())
+	timer.Stop()
 	f.link.Close()
 	f.conns.Wait()
 }

@@ -346,17 +346,22 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	go func() {
 		defer m.runners.Done()
 		defer close(r.done)
-		final, ok := rn.run(ctx)
-		if !ok {
-			return // stopped: whoever stopped it recorded why
+		// Stopped (nil): whoever stopped it recorded why.
+		if final := rn.run(ctx); final != nil {
+			m.ranOut(k, r, final)
 		}
-		m.mu.Lock()
-		if m.runs[k] == r {
-			delete(m.runs, k)
-		}
-		m.mu.Unlock()
-		m.finish(m.runCtx, t, final)
 	}()
+}
+
+// ranOut records the end of a run that gave up. It is apart from
+// startRun's goroutine, whose frame stays on an idle tunnel's stack.
+func (m *Manager) ranOut(k tunnelKey, r *run, final *sshdeck.TunnelStatus) {
+	m.mu.Lock()
+	if m.runs[k] == r {
+		delete(m.runs, k)
+	}
+	m.mu.Unlock()
+	m.finish(m.runCtx, r.tunnel, *final)
 }
 
 // stopRun stops the tunnel's run here, if any, and waits for its teardown.
