@@ -99,24 +99,32 @@ func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 // ifMatch turns an If-Match header into a precondition: "*" matches any
 // version, otherwise the version must be one of the listed strong ETags.
 // Weak or malformed tags match nothing, as strong comparison requires.
-func ifMatch(r *http.Request) hosts.Precondition {
+func ifMatch(r *http.Request) *hosts.Precondition {
 	values := r.Header.Values("If-Match")
 	if len(values) == 0 {
 		return nil
 	}
-	var tags []string
+	p := &hosts.Precondition{}
 	for _, v := range values {
 		for tag := range strings.SplitSeq(v, ",") {
-			tags = append(tags, strings.TrimSpace(tag))
-		}
-	}
-	return func(version int64) bool {
-		current := etag(version)
-		for _, tag := range tags {
-			if tag == "*" || tag == current {
-				return true
+			tag = strings.TrimSpace(tag)
+			if tag == "*" {
+				p.Any = true
+			}
+			if version, ok := parseETag(tag); ok {
+				p.Versions = append(p.Versions, version)
 			}
 		}
-		return false
 	}
+	return p
+}
+
+// parseETag reads a version back from its strong entity tag (etag).
+func parseETag(tag string) (int64, bool) {
+	digits, ok := strings.CutPrefix(tag, `"`)
+	if digits, ok = strings.CutSuffix(digits, `"`); !ok {
+		return 0, false
+	}
+	version, err := strconv.ParseInt(digits, 10, 64)
+	return version, err == nil && version > 0 && etag(version) == tag
 }

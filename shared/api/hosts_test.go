@@ -283,9 +283,15 @@ func TestUpdateHostIfMatch(t *testing.T) {
 	if resp.Status != 200 || resp.Header.Get("ETag") == etag {
 		t.Fatalf("matching If-Match: %d, ETag %s", resp.Status, resp.Header.Get("ETag"))
 	}
-	for _, stale := range []string{etag, `W/"2"`, `"nope"`, `"7", "8"`} {
-		if resp := e.sendJSON("PUT", e.alice, "/ssh/db/host/1", body, "If-Match", stale); resp.Status != 412 || resp.errorCode(t) != "precondition_failed" {
-			t.Fatalf("If-Match %s: %d %s", stale, resp.Status, resp.Body)
+	// The host is at version 2. A body with its authType is written in one
+	// conditional patch, the other after reading the host: both refuse
+	// every tag but "2".
+	patchable := map[string]any{"ip": "h", "username": "u", "authType": "none"}
+	for _, b := range []map[string]any{body, patchable} {
+		for _, stale := range []string{etag, `W/"2"`, `"nope"`, `"7", "8"`, `"02"`, `"+2"`, `2`, `"0"`, `"-1"`} {
+			if resp := e.sendJSON("PUT", e.alice, "/ssh/db/host/1", b, "If-Match", stale); resp.Status != 412 || resp.errorCode(t) != "precondition_failed" {
+				t.Fatalf("If-Match %s with %v: %d %s", stale, b, resp.Status, resp.Body)
+			}
 		}
 	}
 	if resp := e.sendJSON("PUT", e.alice, "/ssh/db/host/1", body, "If-Match", `"1", "2"`); resp.Status != 200 {

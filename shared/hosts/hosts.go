@@ -6,6 +6,7 @@ package hosts
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,9 +26,32 @@ type Record struct {
 	Version int64 `json:"-"`
 }
 
-// Precondition tells whether a write may go ahead given the stored version
-// (an If-Match header). A nil Precondition lets every write through.
-type Precondition func(version int64) bool
+// Precondition is an If-Match header. A nil Precondition lets every write
+// through; Any ("*") lets it through when the host exists; otherwise the
+// stored version must be one of Versions (none, when no tag can match).
+type Precondition struct {
+	Any      bool
+	Versions []int64
+}
+
+// Allows tells whether a write may go ahead on the stored version.
+func (p *Precondition) Allows(version int64) bool {
+	return p == nil || p.Any || slices.Contains(p.Versions, version)
+}
+
+// version is the version a conditional write must name for p: 0 for any
+// version; ok is false when p names several, or none, which only reading
+// the host can decide.
+func (p *Precondition) version() (version int64, ok bool) {
+	switch {
+	case p == nil || p.Any:
+		return 0, true
+	case len(p.Versions) == 1:
+		return p.Versions[0], true
+	default:
+		return 0, false
+	}
+}
 
 // Service applies the host rules over a store.
 type Service struct {
@@ -104,17 +128,18 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 // since is PreconditionFailed; without one, a lost race is retried on the
 // newer record, so no writer's credentials are merged into a stale copy.
 //
-// Without a precondition, an input that needs nothing stored to be merged
-// and checked is written in one store call (patch); when that write finds
-// the host otherwise than it assumed, or the input needs the stored record,
-// the update reads the host, merges and writes it back (readMergeWrite).
-func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input, ifMatch Precondition) (*Record, error) {
+// An input that needs nothing stored to be merged and checked, under a
+// precondition naming at most one version, is written in one store call
+// (patch); when that write finds the host otherwise than it assumed, or the
+// input needs the stored record, the update reads the host, merges and
+// writes it back (readMergeWrite), which also tells a stale If-Match.
+func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input, ifMatch *Precondition) (*Record, error) {
 	cfg, err := in.config()
 	if err != nil {
 		return nil, err
 	}
-	if ifMatch == nil {
-		if r, done, err := s.patch(ctx, owner, id, cfg, in); done {
+	if version, ok := ifMatch.version(); ok {
+		if r, done, err := s.patch(ctx, owner, id, version, cfg, in); done {
 			return r, err
 		}
 	}
@@ -124,13 +149,13 @@ func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input,
 // readMergeWrite reads the host, merges the input over it, checks the key
 // and writes the result conditioned on the version read, retrying a lost
 // race without a precondition.
-func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cfg sshdeck.HostConfig, in *Input, ifMatch Precondition) (*Record, error) {
+func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cfg sshdeck.HostConfig, in *Input, ifMatch *Precondition) (*Record, error) {
 	for attempt := 1; ; attempt++ {
 		cur, err := s.store.Host(ctx, owner, id)
 		if err != nil {
 			return nil, err
 		}
-		if ifMatch != nil && !ifMatch(cur.Version) {
+		if !ifMatch.Allows(cur.Version) {
 			return nil, preconditionFailed(id)
 		}
 		stored, err := s.open(ctx, cur)
@@ -181,7 +206,7 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 // read, so that an absent host is still NotFound first), go to
 // readMergeWrite, as does a patch refused for a condition. done is false
 // when readMergeWrite is to run; NotFound needs no second look.
-func (s *Service) patch(ctx context.Context, owner string, id int64, cfg sshdeck.HostConfig, in *Input) (r *Record, done bool, err error) {
+func (s *Service) patch(ctx context.Context, owner string, id, version int64, cfg sshdeck.HostConfig, in *Input) (r *Record, done bool, err error) {
 	if cfg.AuthType == "" {
 		if in.Key == nil {
 			return nil, false, nil
@@ -195,7 +220,7 @@ func (s *Service) patch(ctx context.Context, owner string, id int64, cfg sshdeck
 	keepPassword := in.Password == nil && next.AuthType == sshdeck.AuthPassword
 	keepKey := in.Key == nil && next.AuthType == sshdeck.AuthKey
 	keepKeyPassword := in.KeyPassword == nil && next.AuthType == sshdeck.AuthKey
-	p := &sshdeck.HostPatch{Owner: owner, ID: id, HostConfig: next, UpdatedAt: s.timestamp()}
+	p := &sshdeck.HostPatch{Owner: owner, ID: id, IfVersion: version, HostConfig: next, UpdatedAt: s.timestamp()}
 	switch {
 	case !keepPassword && !keepKey && !keepKeyPassword:
 		if checkKey(next, creds) != nil {
@@ -233,18 +258,21 @@ func (s *Service) patch(ctx context.Context, owner string, id int64, cfg sshdeck
 }
 
 // Delete removes one of the owner's hosts and everything that belongs to it.
-func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch Precondition) error {
-	if ifMatch == nil {
-		return s.store.DeleteHost(ctx, owner, id, 0)
+// A precondition naming at most one version is the delete's own condition;
+// one naming several, or none, is checked on the host read first.
+func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch *Precondition) error {
+	version, ok := ifMatch.version()
+	if !ok {
+		cur, err := s.store.Host(ctx, owner, id)
+		if err != nil {
+			return err
+		}
+		if !ifMatch.Allows(cur.Version) {
+			return preconditionFailed(id)
+		}
+		version = cur.Version
 	}
-	cur, err := s.store.Host(ctx, owner, id)
-	if err != nil {
-		return err
-	}
-	if !ifMatch(cur.Version) {
-		return preconditionFailed(id)
-	}
-	err = s.store.DeleteHost(ctx, owner, id, cur.Version)
+	err := s.store.DeleteHost(ctx, owner, id, version)
 	if sshdeck.ErrorCode(err) == sshdeck.Conflict {
 		return preconditionFailed(id)
 	}

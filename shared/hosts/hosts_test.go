@@ -61,7 +61,7 @@ func TestUpdateGivesUpAfterLosingEveryRace(t *testing.T) {
 	if sshdeck.ErrorCode(err) != sshdeck.Conflict || racing.races != maxUpdateAttempts {
 		t.Fatalf("Update = %v after %d races, want conflict after %d", err, racing.races, maxUpdateAttempts)
 	}
-	_, err = svc.Update(ctx, "usr_a", 1, &Input{IP: "h2", Username: "u"}, func(int64) bool { return true })
+	_, err = svc.Update(ctx, "usr_a", 1, &Input{IP: "h2", Username: "u"}, &Precondition{Any: true})
 	if sshdeck.ErrorCode(err) != sshdeck.PreconditionFailed {
 		t.Fatalf("conditional Update that lost a race = %v, want precondition_failed", err)
 	}

@@ -309,30 +309,44 @@ func TestUpdatePatchRefusedThenRaces(t *testing.T) {
 	}
 }
 
-// TestUpdateIfMatchReads: with If-Match the update reads first (the
-// precondition is a function of the version read), so a mismatch is 412
-// without a write, whatever the body.
-func TestUpdateIfMatchReads(t *testing.T) {
+// TestUpdateIfMatch: an If-Match naming one version is the patch's own
+// condition, so the update is one call; a stale one is refused by the patch
+// and told from an absent host by a read; one naming several versions reads
+// first.
+func TestUpdateIfMatch(t *testing.T) {
 	ctx := context.Background()
 	svc, store := newCountingService(t)
 	if _, err := svc.Create(ctx, "usr_a", input(t, `{"authType":"password","password":"pw"}`)); err != nil {
 		t.Fatal(err)
 	}
 	body := `{"authType":"password","password":"new"}`
-	clear(store.calls)
-	_, err := svc.Update(ctx, "usr_a", 1, input(t, body), func(v int64) bool { return v == 7 })
-	if sshdeck.ErrorCode(err) != sshdeck.PreconditionFailed || !maps.Equal(store.calls, map[string]int{"Host": 1}) {
-		t.Fatalf("Update with a stale If-Match = %v, calls %v", err, store.calls)
-	}
-	clear(store.calls)
-	r, err := svc.Update(ctx, "usr_a", 1, input(t, body), func(v int64) bool { return v == 1 })
-	if err != nil || r.Version != 2 || r.Password != "new" || !maps.Equal(store.calls, map[string]int{"Host": 1, "UpdateHost": 1}) {
-		t.Fatalf("Update with the right If-Match = %+v, %v, calls %v", r, err, store.calls)
-	}
-	clear(store.calls)
-	_, err = svc.Update(ctx, "usr_a", 2, input(t, body), func(int64) bool { return true })
-	if sshdeck.ErrorCode(err) != sshdeck.NotFound || !maps.Equal(store.calls, map[string]int{"Host": 1}) {
-		t.Fatalf("Update of an absent host with If-Match = %v, calls %v", err, store.calls)
+	for _, tt := range []struct {
+		name    string
+		id      int64
+		ifMatch *Precondition
+		code    sshdeck.Code // "" for success
+		version int64
+		calls   map[string]int
+	}{
+		{"stale", 1, &Precondition{Versions: []int64{7}}, sshdeck.PreconditionFailed, 0, map[string]int{"PatchHost": 1, "Host": 1}},
+		{"current", 1, &Precondition{Versions: []int64{1}}, "", 2, map[string]int{"PatchHost": 1}},
+		{"any", 1, &Precondition{Any: true}, "", 3, map[string]int{"PatchHost": 1}},
+		{"one of several", 1, &Precondition{Versions: []int64{9, 3}}, "", 4, map[string]int{"Host": 1, "UpdateHost": 1}},
+		{"none can match", 1, &Precondition{}, sshdeck.PreconditionFailed, 0, map[string]int{"Host": 1}},
+		{"absent host", 2, &Precondition{Versions: []int64{1}}, sshdeck.NotFound, 0, map[string]int{"PatchHost": 1}},
+		{"absent host, any", 2, &Precondition{Any: true}, sshdeck.NotFound, 0, map[string]int{"PatchHost": 1}},
+	} {
+		clear(store.calls)
+		r, err := svc.Update(ctx, "usr_a", tt.id, input(t, body), tt.ifMatch)
+		switch {
+		case sshdeck.ErrorCode(err) != tt.code && (tt.code != "" || err != nil):
+			t.Errorf("%s: Update = %v, want code %q", tt.name, err, tt.code)
+		case err == nil && (r.Version != tt.version || r.Password != "new"):
+			t.Errorf("%s: Update = version %d, password %q; want version %d, new", tt.name, r.Version, r.Password, tt.version)
+		}
+		if !maps.Equal(store.calls, tt.calls) {
+			t.Errorf("%s: calls %v, want %v", tt.name, store.calls, tt.calls)
+		}
 	}
 }
 

@@ -198,8 +198,8 @@ func TestUpdateHostRouteCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anyVersion := func(int64) bool { return true }
 
+	version := rec.Version // the host's, after each step
 	steps := []struct {
 		path string
 		run  func() (*hosts.Record, error)
@@ -228,11 +228,17 @@ func TestUpdateHostRouteCalls(t *testing.T) {
 		{"no authType", func() (*hosts.Record, error) {
 			return svc.Update(ctx, "u-1", rec.ID, body("", str("pw")), nil)
 		}, "", map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"If-Match", func() (*hosts.Record, error) {
-			return svc.Update(ctx, "u-1", rec.ID, body("password", str("new")), anyVersion)
-		}, "", map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"If-Match *", func() (*hosts.Record, error) {
+			return svc.Update(ctx, "u-1", rec.ID, body("password", str("new")), &hosts.Precondition{Any: true})
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"If-Match of the version", func() (*hosts.Record, error) {
+			return svc.Update(ctx, "u-1", rec.ID, body("password", str("new")), &hosts.Precondition{Versions: []int64{version}})
+		}, "", map[string]int{"UpdateItem": 1}},
+		// The refused patch is told from an absent host by the read.
+		{"a stale If-Match", func() (*hosts.Record, error) {
+			return svc.Update(ctx, "u-1", rec.ID, body("password", str("new")), &hosts.Precondition{Versions: []int64{1}})
+		}, sshdeck.PreconditionFailed, map[string]int{"UpdateItem": 1, "GetItem": 1}},
 	}
-	version := rec.Version
 	for _, step := range steps {
 		srv.ResetCalls()
 		r, err := step.run()

@@ -41,7 +41,7 @@ func TestRouteCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anyVersion := func(int64) bool { return true }
+	several := &hosts.Precondition{Versions: []int64{1, 2}}
 
 	steps := []struct {
 		route string
@@ -50,8 +50,8 @@ func TestRouteCalls(t *testing.T) {
 	}{
 		{"authorizer, cache miss", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{"GetItem": 2}},
 		{"authorizer, cache hit", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{}},
-		{"update-host, If-Match", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, anyVersion); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"delete-host, If-Match", func() error { return svc.Delete(ctx, "u-1", rec.ID, anyVersion) }, map[string]int{"GetItem": 1, "DeleteItem": 1, "Query": 1}},
+		{"update-host, If-Match naming several versions", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, several); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"delete-host, If-Match naming several versions", func() error { return svc.Delete(ctx, "u-1", rec.ID, several) }, map[string]int{"GetItem": 1, "DeleteItem": 1, "Query": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()
@@ -80,6 +80,7 @@ var callers = map[string][]string{
 	"NextHostID": {"create-host"},
 	"CreateHost": {"create-host"},
 	"UpdateHost": {"update-host"},
+	"PatchHost":  {"update-host"},
 	"DeleteHost": {"delete-host"},
 
 	"PutRecentFile": {"add-recent-file"},
