@@ -95,7 +95,18 @@ func replacing(attrs map[string]types.AttributeValue, set map[string]string, opt
 		}
 		sets = append(sets, fmt.Sprintf(format, n, v))
 	}
-	expr := "SET " + strings.Join(sets, ", ")
+	expr := "SET " + strings.Join(sets, ", ") + removeAbsent(attrs, names, optional)
+	return &types.Update{
+		UpdateExpression:          &expr,
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+}
+
+// removeAbsent is the REMOVE clause (with its leading space) of each of
+// optional that attrs lack, as #<name> in names: what a put of attrs would
+// leave out. It is "" when attrs have them all.
+func removeAbsent(attrs map[string]types.AttributeValue, names map[string]string, optional []string) string {
 	var removes []string
 	for _, name := range optional {
 		if _, ok := attrs[name]; !ok {
@@ -103,14 +114,10 @@ func replacing(attrs map[string]types.AttributeValue, set map[string]string, opt
 			removes = append(removes, "#"+name)
 		}
 	}
-	if len(removes) > 0 {
-		expr += " REMOVE " + strings.Join(removes, ", ")
+	if len(removes) == 0 {
+		return ""
 	}
-	return &types.Update{
-		UpdateExpression:          &expr,
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
+	return " REMOVE " + strings.Join(removes, ", ")
 }
 
 // fileRow is a recent entry as trimRecent reads it: its sort key, to delete

@@ -221,17 +221,7 @@ func (s *Store) patchHostInput(p *sshdeck.HostPatch) (*dynamodb.UpdateItemInput,
 		names["#"+name], values[":"+name] = name, attrs[name]
 		sets = append(sets, fmt.Sprintf("#%s = :%s", name, name))
 	}
-	update := "SET " + strings.Join(sets, ", ")
-	var removes []string
-	for _, name := range optional {
-		if _, ok := attrs[name]; !ok {
-			names["#"+name] = name
-			removes = append(removes, "#"+name)
-		}
-	}
-	if len(removes) > 0 {
-		update += " REMOVE " + strings.Join(removes, ", ")
-	}
+	update := "SET " + strings.Join(sets, ", ") + removeAbsent(attrs, names, optional)
 
 	conds := []string{"attribute_exists(#pk)"}
 	if p.IfVersion > 0 {
