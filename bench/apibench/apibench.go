@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/bench/load"
+	"github.com/sshdeck/sshdeck/bench/proc"
 	"github.com/sshdeck/sshdeck/bench/report"
 )
 
@@ -240,7 +241,7 @@ func measure(ctx context.Context, w *world, c Case, n int, s sizes, profile stri
 		Request: c.request(w),
 		Measuring: func() {
 			serverStart, cpuErr = w.cpu()
-			loadStart = selfCPU()
+			loadStart = proc.SelfCPU()
 			if profile != "" {
 				profiled = make(chan error, 1)
 				go func() { profiled <- w.cpuProfile(ctx, s.duration, profile) }()
@@ -254,7 +255,7 @@ func measure(ctx context.Context, w *world, c Case, n int, s sizes, profile stri
 	if err := cmp(cpuErr, err); err != nil {
 		return Row{}, err
 	}
-	loadEnd := selfCPU()
+	loadEnd := proc.SelfCPU()
 	if profiled != nil {
 		if err := <-profiled; err != nil {
 			return Row{}, err

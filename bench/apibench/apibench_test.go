@@ -62,13 +62,6 @@ func TestGroupQuick(t *testing.T) {
 	}
 }
 
-func TestProcessCPU(t *testing.T) {
-	d, err := processCPU(os.Getpid())
-	if err != nil || d < 0 {
-		t.Fatalf("processCPU = %v, %v", d, err)
-	}
-}
-
 func TestFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{latency(850 * time.Microsecond), "850 µs"},

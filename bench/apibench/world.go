@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sshdeck/sshdeck/bench/proc"
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/internal/gobuild"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
@@ -46,10 +47,6 @@ type world struct {
 
 // startupTimeout bounds the wait for the server's "serving" line.
 const startupTimeout = 30 * time.Second
-
-// cpuTick is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
-// 100 on every Linux the project runs on).
-const cpuTick = 10 * time.Millisecond
 
 // start builds sshdeck (with the pprof build tag when profiling), starts
 // the fakes of GitHub and the remote alerts, and serves on a free loopback
@@ -375,38 +372,6 @@ func (w *world) warmReleases(ctx context.Context) error {
 
 // cpu returns the CPU time (user and system) the server process has used.
 func (w *world) cpu() (time.Duration, error) {
-	return processCPU(w.cmd.Process.Pid)
-}
-
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, which is in parentheses and may
-	// hold spaces: state is field 3, utime 14 and stime 15.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * cpuTick, nil
-}
-
-// selfCPU is the CPU time this process (the load generator, and the idle
-// fakes) has used.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	p, err := proc.Stat(w.cmd.Process.Pid)
+	return p.CPU, err
 }

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/sshdeck/sshdeck/bench/proc"
 )
 
 // Machine describes where the figures were measured.
@@ -64,8 +66,8 @@ func firstValue(path, key string) string {
 }
 
 func memory() string {
-	var kb int64
-	if _, err := fmt.Sscanf(firstValue("/proc/meminfo", "MemTotal"), "%d kB", &kb); err != nil {
+	kb := proc.KB("/proc/meminfo", "MemTotal")
+	if kb == 0 {
 		return "?"
 	}
 	return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))

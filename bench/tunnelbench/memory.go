@@ -3,13 +3,12 @@ package tunnelbench
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/sshdeck/sshdeck/bench/proc"
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -49,35 +48,18 @@ func snapshot(sshd []int) memSnapshot {
 	return memSnapshot{
 		heap:       ms.HeapAlloc,
 		stacks:     ms.StackInuse,
-		rss:        procStatusKB("/proc/self/status", "VmRSS") << 10,
+		rss:        proc.KB("/proc/self/status", "VmRSS") << 10,
 		goroutines: runtime.NumGoroutine(),
-		available:  procStatusKB("/proc/meminfo", "MemAvailable") << 10,
-		sshdProcs:  len(tree(procs(), sshd)),
+		available:  proc.KB("/proc/meminfo", "MemAvailable") << 10,
+		sshdProcs:  len(tree(proc.All(), sshd)),
 	}
-}
-
-// procStatusKB reads a "Key:   123 kB" line.
-func procStatusKB(path, key string) uint64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && k == key {
-			var n uint64
-			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &n)
-			return n
-		}
-	}
-	return 0
 }
 
 // lowMemory is when the machine is too short of memory to start more
 // tunnels (each holds two SSH connections: sshd forks processes for each).
 func lowMemory() (bool, string) {
-	avail := procStatusKB("/proc/meminfo", "MemAvailable") << 10
-	total := procStatusKB("/proc/meminfo", "MemTotal") << 10
+	avail := proc.KB("/proc/meminfo", "MemAvailable") << 10
+	total := proc.KB("/proc/meminfo", "MemTotal") << 10
 	floor := max(uint64(4)<<30, total/5)
 	if avail < floor {
 		return true, fmt.Sprintf("the machine's available memory fell to %.1f GiB (floor %.1f GiB)", float64(avail)/(1<<30), float64(floor)/(1<<30))

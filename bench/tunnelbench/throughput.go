@@ -7,12 +7,10 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/sshdeck/sshdeck/bench/proc"
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -237,47 +235,8 @@ func spread(ss []sample, f func(sample) float64) (lo, hi float64) {
 	return lo, hi
 }
 
-// proc is what /proc says of one process.
-type proc struct {
-	ppid int
-	cpu  float64 // user + system seconds
-}
-
-// procs reads every process's parent and CPU time.
-func procs() map[int]proc {
-	out := map[int]proc{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		utime, _ := strconv.ParseFloat(f[11], 64)
-		stime, _ := strconv.ParseFloat(f[12], 64)
-		out[pid] = proc{ppid: ppid, cpu: (utime + stime) / clockTicks}
-	}
-	return out
-}
-
-// clockTicks is USER_HZ, which Linux fixes at 100 on every architecture
-// Go runs on.
-const clockTicks = 100
-
 // tree returns roots and all their descendants.
-func tree(all map[int]proc, roots []int) []int {
+func tree(all map[int]proc.Process, roots []int) []int {
 	in := map[int]bool{}
 	for _, r := range roots {
 		if r > 0 {
@@ -287,7 +246,7 @@ func tree(all map[int]proc, roots []int) []int {
 	for grew := true; grew; {
 		grew = false
 		for pid, p := range all {
-			if !in[pid] && in[p.ppid] {
+			if !in[pid] && in[p.PPID] {
 				in[pid], grew = true, true
 			}
 		}
@@ -300,27 +259,20 @@ func tree(all map[int]proc, roots []int) []int {
 }
 
 // descendants returns pid and the processes below it.
-func descendants(pid int) []int { return tree(procs(), []int{pid}) }
+func descendants(pid int) []int { return tree(proc.All(), []int{pid}) }
 
 // cpu sums the CPU seconds of pids, and of their descendants when deep.
 func cpu(pids []int, deep bool) float64 {
-	if len(pids) == 0 {
-		return 0
+	if len(pids) == 1 && pids[0] == os.Getpid() && !deep {
+		return proc.SelfCPU().Seconds()
 	}
-	all := procs()
+	all := proc.All()
 	if deep {
 		pids = tree(all, pids)
 	}
-	var sum float64
+	var sum time.Duration
 	for _, pid := range pids {
-		sum += all[pid].cpu
+		sum += all[pid].CPU
 	}
-	if len(pids) == 1 && pids[0] == os.Getpid() {
-		// More precise than /proc's ticks.
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-			return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-		}
-	}
-	return sum
+	return sum.Seconds()
 }

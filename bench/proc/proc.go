@@ -1,0 +1,98 @@
+// Package proc reads what the benchmarks need of Linux's /proc: processes'
+// CPU time and parents, and "Key: 123 kB" lines of memory figures.
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// tick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ, which
+// Linux fixes at 100 on every architecture Go runs on.
+const tick = 10 * time.Millisecond
+
+// Process is what /proc/<pid>/stat says of one process.
+type Process struct {
+	PPID int
+	CPU  time.Duration // user + system
+}
+
+// Stat reads /proc/<pid>/stat.
+func Stat(pid int) (Process, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Process{}, err
+	}
+	return parseStat(b)
+}
+
+// parseStat reads the fields after the command name, which is in
+// parentheses and may hold spaces: ppid is field 4, utime 14, stime 15.
+func parseStat(b []byte) (Process, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return Process{}, errors.New("unreadable /proc/<pid>/stat: no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return Process{}, errors.New("unreadable /proc/<pid>/stat: too few fields")
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	utime, err2 := strconv.ParseInt(f[11], 10, 64)
+	stime, err3 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Process{}, fmt.Errorf("unreadable /proc/<pid>/stat: %w", err)
+	}
+	return Process{PPID: ppid, CPU: time.Duration(utime+stime) * tick}, nil
+}
+
+// All reads every process's parent and CPU time, by pid. Processes that
+// end while it reads are left out.
+func All() map[int]Process {
+	out := map[int]Process{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, err := Stat(pid); err == nil {
+			out[pid] = p
+		}
+	}
+	return out
+}
+
+// SelfCPU is the CPU time (user + system) this process has used, more
+// precise than /proc's ticks.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// KB reads the "Key:   123 kB" line of path (/proc/meminfo,
+// /proc/self/status), 0 when it has none.
+func KB(path, key string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == key {
+			var n uint64
+			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &n)
+			return n
+		}
+	}
+	return 0
+}
