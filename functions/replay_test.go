@@ -38,7 +38,7 @@ var replay = map[string]struct {
 	"list-hosts":  {http.StatusOK, map[string]int{"Query": 1}},
 	"get-host":    {http.StatusOK, map[string]int{"GetItem": 1}},
 	"create-host": {http.StatusCreated, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
-	"update-host": {http.StatusOK, map[string]int{"UpdateItem": 1}},
+	"update-host": {http.StatusOK, map[string]int{"GetItem": 1, "PutItem": 1}},
 	// The host's entries go after it: a Query of them, one BatchWriteItem
 	// per 25.
 	"delete-host": {http.StatusOK, map[string]int{"DeleteItem": 1, "Query": 1, "BatchWriteItem": 1}},

@@ -74,7 +74,7 @@ const maxUpdateAttempts = 5
 
 // List returns the owner's hosts ordered by id.
 func (s *Service) List(ctx context.Context, owner string) ([]*Record, error) {
-	stored, err := s.store.Hosts(ctx, owner)
+	stored, err := s.store.Hosts(ctx, owner, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -127,21 +127,10 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 // credentials keep their stored values. With a precondition, a host changed
 // since is PreconditionFailed; without one, a lost race is retried on the
 // newer record, so no writer's credentials are merged into a stale copy.
-//
-// An input that needs nothing stored to be merged and checked, under a
-// precondition naming at most one version, is written in one store call
-// (patch); when that write finds the host otherwise than it assumed, or the
-// input needs the stored record, the update reads the host, merges and
-// writes it back (readMergeWrite), which also tells a stale If-Match.
 func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input, ifMatch *Precondition) (*Record, error) {
 	cfg, err := in.config()
 	if err != nil {
 		return nil, err
-	}
-	if version, ok := ifMatch.version(); ok {
-		if r, done, err := s.patch(ctx, owner, id, version, cfg, in); done {
-			return r, err
-		}
 	}
 	return s.readMergeWrite(ctx, owner, id, cfg, in, ifMatch)
 }
@@ -184,76 +173,6 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 		case attempt == maxUpdateAttempts:
 			return nil, sshdeck.Errorf(sshdeck.Conflict, "host %d is being changed by other requests; try again", id)
 		}
-	}
-}
-
-// patch writes an update in one store call (PatchHost) when the input
-// holds all that merge and checkKey need, or lets conditions of the write
-// stand in for the stored values they would read:
-//
-//   - the authType is given, or inferred from a given key (absent, it
-//     depends on the stored key);
-//   - no credential is kept from the store: the patch replaces them all
-//     with the merged ones, checked as given;
-//   - or the ones kept are what the authType uses and the input leaves out
-//     (password; key and keyPassword both), and the others, which merge
-//     would clear, must be empty as stored (IfNo...), as they are unless
-//     the stored authType is another; with a kept key, the stored keyType
-//     must be the new one (IfKeyType), under which that key was checked.
-//
-// A key with one of key and keyPassword given needs the other, stored, to
-// be checked: such inputs, and an invalid key (checked again after the
-// read, so that an absent host is still NotFound first), go to
-// readMergeWrite, as does a patch refused for a condition. done is false
-// when readMergeWrite is to run; NotFound needs no second look.
-func (s *Service) patch(ctx context.Context, owner string, id, version int64, cfg sshdeck.HostConfig, in *Input) (r *Record, done bool, err error) {
-	if cfg.AuthType == "" {
-		if in.Key == nil {
-			return nil, false, nil
-		}
-		cfg.AuthType = sshdeck.AuthPassword
-		if *in.Key != "" {
-			cfg.AuthType = sshdeck.AuthKey
-		}
-	}
-	next, creds := merge(cfg, sshdeck.Credentials{}, in)
-	keepPassword := in.Password == nil && next.AuthType == sshdeck.AuthPassword
-	keepKey := in.Key == nil && next.AuthType == sshdeck.AuthKey
-	keepKeyPassword := in.KeyPassword == nil && next.AuthType == sshdeck.AuthKey
-	p := &sshdeck.HostPatch{Owner: owner, ID: id, IfVersion: version, HostConfig: next, UpdatedAt: s.timestamp()}
-	switch {
-	case !keepPassword && !keepKey && !keepKeyPassword:
-		if checkKey(next, creds) != nil {
-			return nil, false, nil
-		}
-		sealed, err := s.seal(ctx, &sshdeck.Host{Owner: owner, ID: id}, creds, nil)
-		if err != nil {
-			return nil, true, err
-		}
-		p.Sealed = &sealed
-	case keepKey != keepKeyPassword:
-		return nil, false, nil
-	default:
-		// What is not kept, merge cleared: it must be empty as stored.
-		p.IfNoPassword, p.IfNoKey, p.IfNoKeyPassword = !keepPassword, !keepKey, !keepKeyPassword
-		if creds != (sshdeck.Credentials{}) {
-			return nil, false, nil // unreachable: merge clears what the authType does not use
-		}
-		if keepKey {
-			p.IfKeyType = next.KeyType
-		}
-	}
-	h, err := s.store.PatchHost(ctx, p)
-	switch {
-	case sshdeck.ErrorCode(err) == sshdeck.Conflict:
-		return nil, false, nil
-	case err != nil:
-		return nil, true, err
-	case p.Sealed == nil:
-		r, err := s.record(ctx, h)
-		return r, true, err
-	default:
-		return newRecord(h, creds), true, nil
 	}
 }
 

@@ -1,11 +1,9 @@
 package sshdeck
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -89,66 +87,6 @@ func (h *Host) CheckNew() error {
 	return nil
 }
 
-// HostPatch is an update of a host that needs nothing stored to be written:
-// its configuration replaces the stored one, its credentials replace the
-// stored ones or leave them as they are, the version grows by one and
-// UpdatedAt is set. Owner, ID, CreatedAt and the credentials it keeps stay
-// as stored. It applies only if the stored host meets its conditions.
-type HostPatch struct {
-	Owner string
-	ID    int64
-	HostConfig
-	// Sealed, when not nil, replaces the stored credentials (a nil field
-	// leaves that credential empty); nil keeps them as stored.
-	Sealed    *SealedCredentials
-	UpdatedAt time.Time
-
-	// IfVersion, when positive, is the version the host must be at.
-	IfVersion int64
-	// IfKeyType, when not empty, is the keyType the host must have.
-	IfKeyType string
-	// IfNoPassword, IfNoKey and IfNoKeyPassword require that credential to
-	// be empty as stored: with Sealed nil, what the patch would otherwise
-	// have to clear.
-	IfNoPassword, IfNoKey, IfNoKeyPassword bool
-}
-
-// Apply returns the host that p makes of stored, a new one sharing nothing
-// with either, or Conflict when stored fails a condition of p. It is
-// PatchHost for a store that reads and writes in one transaction.
-func (p *HostPatch) Apply(stored *Host) (*Host, error) {
-	var failed string
-	switch {
-	case p.IfVersion > 0 && stored.Version != p.IfVersion:
-		failed = fmt.Sprintf("is not at version %d", p.IfVersion)
-	case p.IfKeyType != "" && stored.KeyType != p.IfKeyType:
-		failed = fmt.Sprintf("does not have keyType %q", p.IfKeyType)
-	case p.IfNoPassword && len(stored.Sealed.Password) > 0,
-		p.IfNoKey && len(stored.Sealed.Key) > 0,
-		p.IfNoKeyPassword && len(stored.Sealed.KeyPassword) > 0:
-		failed = "has a credential that the patch requires empty"
-	}
-	if failed != "" {
-		return nil, Errorf(Conflict, "host %d %s", stored.ID, failed)
-	}
-	h := *stored
-	h.HostConfig = p.HostConfig
-	h.Tags = slices.Clone(p.Tags)
-	h.TunnelConnections = slices.Clone(p.TunnelConnections)
-	sealed := stored.Sealed
-	if p.Sealed != nil {
-		sealed = *p.Sealed
-	}
-	h.Sealed = SealedCredentials{
-		Password:    bytes.Clone(sealed.Password),
-		Key:         bytes.Clone(sealed.Key),
-		KeyPassword: bytes.Clone(sealed.KeyPassword),
-	}
-	h.Version = stored.Version + 1
-	h.UpdatedAt = p.UpdatedAt
-	return &h, nil
-}
-
 // HostStore persists host records. Host ids are positive, unique within their
 // owner, allocated in increasing order and never reused. Every method is
 // scoped to one owner: another owner's host is NotFound.
@@ -160,16 +98,14 @@ type HostStore interface {
 	CreateHost(ctx context.Context, h *Host) error
 	// Host returns the owner's host; NotFound when absent.
 	Host(ctx context.Context, owner string, id int64) (*Host, error)
-	// Hosts returns the owner's hosts ordered by id.
-	Hosts(ctx context.Context, owner string) ([]*Host, error)
+	// Hosts returns the owner's hosts with an id above after, ordered by
+	// id: at most limit of them, all of them when limit is 0. A list walks
+	// them a page at a time, each page starting after the last id of the
+	// one before, so that no read holds more than a page.
+	Hosts(ctx context.Context, owner string, after int64, limit int) ([]*Host, error)
 	// UpdateHost replaces the stored host with h if the stored version is
 	// h.Version-1; Conflict when it is not, NotFound when absent.
 	UpdateHost(ctx context.Context, h *Host) error
-	// PatchHost applies p to the owner's host in one write, without the
-	// caller reading it first, and returns the host after it: NotFound
-	// when absent, Conflict when the host fails a condition of p (and is
-	// then left as it was).
-	PatchHost(ctx context.Context, p *HostPatch) (*Host, error)
 	// DeleteHost removes the owner's host with everything that belongs to it:
 	// its file-manager entries (FileStore).
 	// With version > 0 the stored version must equal it (else Conflict).

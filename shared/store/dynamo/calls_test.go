@@ -38,14 +38,6 @@ func mustCreateHosts(t *testing.T, s *dynamo.Store, owner string, n int) {
 	}
 }
 
-// newPatch returns a patch of the owner's host that renames it, credentials
-// kept, without conditions.
-func newPatch(owner string, id int64) *sshdeck.HostPatch {
-	p := &sshdeck.HostPatch{Owner: owner, ID: id, UpdatedAt: time.Now()}
-	p.Name = "patched"
-	return p
-}
-
 // newEntry returns an entry of kind at path, opened (and created) now.
 func newEntry(owner string, hostID int64, kind sshdeck.FileKind, path string) *sshdeck.FileEntry {
 	e := &sshdeck.FileEntry{Owner: owner, HostID: hostID, Kind: kind, Path: path, Name: path, CreatedAt: time.Now()}
@@ -117,7 +109,8 @@ func TestCallCounts(t *testing.T) {
 		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 1, "UpdateItem": 1}},
 		{"Host", func() error { _, err := s.Host(ctx, "alice", 1); return err }, "", map[string]int{"GetItem": 1}},
 		{"Host absent", func() error { _, err := s.Host(ctx, "alice", 99); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
-		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice"); return err }, "", map[string]int{"Query": 1}},
+		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err }, "", map[string]int{"Query": 1}},
+		{"Hosts, a page", func() error { _, err := s.Hosts(ctx, "alice", 1, 1); return err }, "", map[string]int{"Query": 1}},
 		{"NextHostID", func() error { _, err := s.NextHostID(ctx, "alice"); return err }, "", map[string]int{"UpdateItem": 1}},
 		{"CreateHost", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1)) }, "", map[string]int{"GetItem": 1, "PutItem": 1}},
 		{"CreateHost of an existing id", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1)) }, sshdeck.Conflict, map[string]int{"GetItem": 1, "PutItem": 1}},
@@ -125,38 +118,6 @@ func TestCallCounts(t *testing.T) {
 		{"UpdateHost", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, "", map[string]int{"PutItem": 1}},
 		{"UpdateHost stale", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, sshdeck.Conflict, map[string]int{"PutItem": 1, "GetItem": 1}},
 		{"UpdateHost absent", func() error { return s.UpdateHost(ctx, newHost("alice", 99, 2)) }, sshdeck.NotFound, map[string]int{"PutItem": 1, "GetItem": 1}},
-		// Host 10, created past the counter, is at version 1.
-		{"PatchHost", func() error { _, err := s.PatchHost(ctx, newPatch("alice", 10)); return err }, "", map[string]int{"UpdateItem": 1}},
-		{"PatchHost at its version", func() error {
-			p := newPatch("alice", 10)
-			p.IfVersion = 2
-			_, err := s.PatchHost(ctx, p)
-			return err
-		}, "", map[string]int{"UpdateItem": 1}},
-		{"PatchHost at another version", func() error {
-			p := newPatch("alice", 10)
-			p.IfVersion = 2
-			_, err := s.PatchHost(ctx, p)
-			return err
-		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
-		{"PatchHost of another keyType", func() error {
-			p := newPatch("alice", 10)
-			p.IfKeyType = "ssh-rsa"
-			_, err := s.PatchHost(ctx, p)
-			return err
-		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
-		{"PatchHost if no password, of a host with one", func() error {
-			p := newPatch("alice", 10)
-			p.IfNoPassword = true
-			_, err := s.PatchHost(ctx, p)
-			return err
-		}, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},
-		{"PatchHost absent", func() error {
-			p := newPatch("alice", 99)
-			p.IfVersion = 1
-			_, err := s.PatchHost(ctx, p)
-			return err
-		}, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
 		{"PutRecentFile", func() error {
 			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 2)
 		}, "", map[string]int{"TransactWriteItems": 1, "Query": 1}},
@@ -298,7 +259,7 @@ func TestPagination(t *testing.T) {
 	}
 
 	srv.ResetCalls()
-	hosts, err := s.Hosts(ctx, "alice")
+	hosts, err := s.Hosts(ctx, "alice", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +453,7 @@ func TestConsistentReads(t *testing.T) {
 		"TokenByHash": func() error { _, err := s.TokenByHash(ctx, "h-1"); return err },
 		"RevokeToken": func() error { _, err := s.RevokeToken(ctx, "t-1", time.Now()); return err },
 		"Host":        func() error { _, err := s.Host(ctx, "alice", 1); return err },
-		"Hosts":       func() error { _, err := s.Hosts(ctx, "alice"); return err },
+		"Hosts":       func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err },
 		"CreateHost":  func() error { return s.CreateHost(ctx, newHost("alice", 1, 1)) },
 		"UpdateHost":  func() error { return s.UpdateHost(ctx, newHost("alice", 1, 5)) },
 		"DeleteHost":  func() error { return s.DeleteHost(ctx, "alice", 1, 5) },

@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
+	"math"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
-)
-
-// Attributes of a host item that PatchHost names besides the
-// configuration's SETs (tunnels.go names sealed and updatedAt).
-const (
-	attrTags              = "tags"
-	attrTunnelConnections = "tunnelConnections"
-	attrKeyType           = "keyType"
 )
 
 // NextHostID adds one to the owner's counter (ADD creates it at 1) and
@@ -114,18 +104,21 @@ func (s *Store) Host(ctx context.Context, owner string, id int64) (*sshdeck.Host
 	return &h, nil
 }
 
-// Hosts returns the owner's hosts ordered by id: a consistent Query of the
-// HOST# sort keys of the owner's partition, which leaves out the counter
-// and any other kind of item there.
-func (s *Store) Hosts(ctx context.Context, owner string) ([]*sshdeck.Host, error) {
-	hosts, err := query[sshdeck.Host](ctx, s, &dynamodb.QueryInput{
-		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :host)"),
+// Hosts returns the owner's hosts with an id above after, ordered by id,
+// at most limit of them (0: all): a consistent Query of the host sort keys
+// of the owner's partition from after's next id, which leaves out the
+// counter and any other kind of item there.
+func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int) ([]*sshdeck.Host, error) {
+	hosts, err := queryLimit[sshdeck.Host](ctx, s, &dynamodb.QueryInput{
+		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(ownerPK(owner)), ":host": str(hostSKPrefix),
+			":pk":   str(ownerPK(owner)),
+			":from": str(hostKey(owner, max(after, 0)+1).sk),
+			":to":   str(hostKey(owner, math.MaxInt64).sk),
 		},
 		ConsistentRead: aws.Bool(true),
-	})
+	}, limit)
 	if err != nil {
 		return nil, wrap("hosts", err)
 	}
@@ -151,107 +144,6 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 		return s.refused(ctx, "update host", h.Owner, h.ID, prev)
 	}
 	return wrap("update host", err)
-}
-
-// PatchHost applies p to the owner's host: one UpdateItem, ALL_NEW. It SETs
-// every attribute of p's configuration and updatedAt, adds 1 to version,
-// SETs sealed to p's credentials when p replaces them, and REMOVEs what p
-// empties (tags, tunnelConnections, sealed), as a put would leave them
-// out. Its condition is attribute_exists(pk) and p's own: version = :v,
-// keyType = :kt, attribute_not_exists(sealed.<credential>) (true when
-// sealed itself is absent). The item a failed condition returns (ALL_OLD)
-// tells NotFound from Conflict without another call.
-func (s *Store) PatchHost(ctx context.Context, p *sshdeck.HostPatch) (*sshdeck.Host, error) {
-	in, err := s.patchHostInput(p)
-	if err != nil {
-		return nil, wrap("patch host", err)
-	}
-	out, err := s.client.UpdateItem(ctx, in)
-	if old, failed := failedOld(err); failed {
-		if len(old) == 0 {
-			return nil, hostNotFound(p.ID)
-		}
-		return nil, sshdeck.Errorf(sshdeck.Conflict, "host %d does not meet the conditions of the patch", p.ID)
-	}
-	if err != nil {
-		return nil, wrap("patch host", err)
-	}
-	var h sshdeck.Host
-	if err := unmarshal(out.Attributes, &h); err != nil {
-		return nil, wrap("patch host", err)
-	}
-	return &h, nil
-}
-
-// patchHostInput is PatchHost's request. Every attribute it names is one of
-// the host item or of its sealed map, named by the records' json tags
-// (letters only): its placeholder is #<name>, its value's :<name>.
-func (s *Store) patchHostInput(p *sshdeck.HostPatch) (*dynamodb.UpdateItemInput, error) {
-	attrs, err := marshal(&p.HostConfig)
-	if err != nil {
-		return nil, err
-	}
-	// A nil list marshals as NULL, which a patch does not store: it
-	// REMOVEs the list like an empty one.
-	maps.DeleteFunc(attrs, func(_ string, v types.AttributeValue) bool {
-		_, null := v.(*types.AttributeValueMemberNULL)
-		return null
-	})
-	optional := []string{attrTags, attrTunnelConnections}
-	if p.Sealed != nil {
-		sealed, err := marshal(p.Sealed)
-		if err != nil {
-			return nil, err
-		}
-		if len(sealed) > 0 {
-			attrs[attrSealed] = &types.AttributeValueMemberM{Value: sealed}
-		}
-		optional = append(optional, attrSealed)
-	}
-	if p.UpdatedAt.IsZero() {
-		return nil, errors.New("updatedAt is required")
-	}
-	if attrs[attrUpdatedAt], err = encodeTime(p.UpdatedAt); err != nil {
-		return nil, err
-	}
-	names := map[string]string{"#" + attrPK: attrPK, "#" + attrVersion: attrVersion}
-	values := map[string]types.AttributeValue{":one": num(1)}
-	sets := []string{"#version = #version + :one"}
-	for _, name := range slices.Sorted(maps.Keys(attrs)) {
-		names["#"+name], values[":"+name] = name, attrs[name]
-		sets = append(sets, fmt.Sprintf("#%s = :%s", name, name))
-	}
-	update := "SET " + strings.Join(sets, ", ") + removeAbsent(attrs, names, optional)
-
-	conds := []string{"attribute_exists(#pk)"}
-	if p.IfVersion > 0 {
-		conds = append(conds, "#version = :ifVersion")
-		values[":ifVersion"] = num(p.IfVersion)
-	}
-	if p.IfKeyType != "" {
-		// #keyType is SET too: the condition reads the stored value.
-		conds = append(conds, "#keyType = :ifKeyType")
-		names["#keyType"], values[":ifKeyType"] = attrKeyType, str(p.IfKeyType)
-	}
-	for _, c := range []struct {
-		empty bool
-		name  string
-	}{{p.IfNoPassword, "password"}, {p.IfNoKey, "key"}, {p.IfNoKeyPassword, "keyPassword"}} {
-		if c.empty {
-			conds = append(conds, fmt.Sprintf("attribute_not_exists(#sealed.#%s)", c.name))
-			names["#sealed"], names["#"+c.name] = attrSealed, c.name
-		}
-	}
-	return &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 hostKey(p.Owner, p.ID).attrs(),
-		UpdateExpression:                    &update,
-		ConditionExpression:                 aws.String(strings.Join(conds, " AND ")),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
 }
 
 // DeleteHost removes the owner's host, at any version when version is 0:

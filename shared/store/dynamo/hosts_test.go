@@ -120,7 +120,7 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	for name, call := range map[string]func() error{
 		"Ping":        func() error { return s.Ping(ctx) },
-		"Hosts":       func() error { _, err := s.Hosts(ctx, "alice"); return err },
+		"Hosts":       func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err },
 		"NextHostID":  func() error { _, err := s.NextHostID(ctx, "alice"); return err },
 		"CreateHost":  func() error { return s.CreateHost(ctx, newHost("alice", 1, 1)) },
 		"TokenByHash": func() error { _, err := s.TokenByHash(ctx, "h"); return err },

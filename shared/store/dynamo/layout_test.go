@@ -152,7 +152,7 @@ func TestHostsSelectOnlyHosts(t *testing.T) {
 		item["id"] = &types.AttributeValueMemberN{Value: "7"}
 		putRaw(t, srv, item)
 	}
-	hosts, err := s.Hosts(t.Context(), "alice")
+	hosts, err := s.Hosts(t.Context(), "alice", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestUndecodableItem(t *testing.T) {
 	if strings.Contains(err.Error(), "secret-value") {
 		t.Fatalf("the error quotes the item: %v", err)
 	}
-	_, err = s.Hosts(t.Context(), "alice")
+	_, err = s.Hosts(t.Context(), "alice", 0, 0)
 	if err == nil || strings.Contains(err.Error(), "secret-value") {
 		t.Fatalf("Hosts of an undecodable item: got %v", err)
 	}
@@ -215,7 +215,7 @@ func TestEmptyAndNil(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listed, err := s.Hosts(ctx, "alice")
+	listed, err := s.Hosts(ctx, "alice", 0, 0)
 	if err != nil || len(listed) != 2 {
 		t.Fatalf("Hosts: got %d hosts, %v; want 2", len(listed), err)
 	}

@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestRouteCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	several := &hosts.Precondition{Versions: []int64{1, 2}}
+	several := &hosts.Precondition{Versions: []int64{2, 3}}
 
 	steps := []struct {
 		route string
@@ -50,6 +51,14 @@ func TestRouteCalls(t *testing.T) {
 	}{
 		{"authorizer, cache miss", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{"GetItem": 2}},
 		{"authorizer, cache hit", func() error { _, err := authn.Authenticate(ctx, "Bearer "+token); return err }, map[string]int{}},
+		{"update-host", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, nil); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"update-host, a stale If-Match", func() error {
+			_, err := svc.Update(ctx, "u-1", rec.ID, in, &hosts.Precondition{Versions: []int64{1}})
+			if sshdeck.ErrorCode(err) == sshdeck.PreconditionFailed {
+				return nil
+			}
+			return fmt.Errorf("a stale If-Match: %v, want PreconditionFailed", err)
+		}, map[string]int{"GetItem": 1}},
 		{"update-host, If-Match naming several versions", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, several); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
 		{"delete-host, If-Match naming several versions", func() error { return svc.Delete(ctx, "u-1", rec.ID, several) }, map[string]int{"GetItem": 1, "DeleteItem": 1, "Query": 1}},
 	}
@@ -80,7 +89,6 @@ var callers = map[string][]string{
 	"NextHostID": {"create-host"},
 	"CreateHost": {"create-host"},
 	"UpdateHost": {"update-host"},
-	"PatchHost":  {"update-host"},
 	"DeleteHost": {"delete-host"},
 
 	"PutRecentFile": {"add-recent-file"},

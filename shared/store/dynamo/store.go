@@ -94,14 +94,22 @@ func (s *Store) get(ctx context.Context, k key, v any) (bool, error) {
 // query runs in, page after page (following LastEvaluatedKey), and decodes
 // every item into a T.
 func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]*T, error) {
+	return queryLimit[T](ctx, s, in, 0)
+}
+
+// queryLimit is query stopping at limit items (0: all). DynamoDB's Limit
+// counts the items a page reads, so each page asks for what is left.
+func queryLimit[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, limit int) ([]*T, error) {
 	in.TableName = &s.table
-	if s.pageSize > 0 {
-		in.Limit = &s.pageSize
-	}
 	out := []*T{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	for {
+		in.Limit = nil
+		if want := int32(limit - len(out)); limit > 0 && (s.pageSize == 0 || want < s.pageSize) {
+			in.Limit = &want
+		} else if s.pageSize > 0 {
+			in.Limit = &s.pageSize
+		}
+		page, err := s.client.Query(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -112,8 +120,11 @@ func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]*T,
 			}
 			out = append(out, v)
 		}
+		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	return out, nil
 }
 
 // exists reports whether an item has the key: a strongly consistent GetItem

@@ -112,7 +112,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			t.Fatalf("create %d: %v", id, err)
 		}
 	}
-	hosts, err := s.Hosts(ctx, "alice")
+	hosts, err := s.Hosts(ctx, "alice", 0, 0)
 	if err != nil || len(hosts) != len(created) {
 		t.Fatalf("%d hosts stored, %d created (%v)", len(hosts), len(created), err)
 	}

@@ -148,7 +148,7 @@ func checkAcked(t *testing.T, path string, acked []int64) {
 			t.Fatalf("acknowledged host %d came back as %d %q with %d bytes of key", id, h.ID, h.Name, len(h.Sealed.Key))
 		}
 	}
-	hosts, err := s.Hosts(ctx, crashOwner)
+	hosts, err := s.Hosts(ctx, crashOwner, 0, 0)
 	if err != nil {
 		t.Fatalf("Hosts: %v", err)
 	}

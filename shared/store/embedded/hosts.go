@@ -69,22 +69,24 @@ func (s *Store) Host(ctx context.Context, owner string, id int64) (*sshdeck.Host
 	return h, nil
 }
 
-// Hosts returns the owner's hosts ordered by id (the order of their keys).
-func (s *Store) Hosts(ctx context.Context, owner string) ([]*sshdeck.Host, error) {
+// Hosts returns the owner's hosts with an id above after, ordered by id
+// (the order of their keys), at most limit of them (0: all).
+func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int) ([]*sshdeck.Host, error) {
 	hosts := []*sshdeck.Host{}
 	err := s.view(ctx, "hosts", func(tx *bolt.Tx) error {
 		b := ownerBucket(tx, owner)
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(key, _ []byte) error {
+		c := b.Cursor()
+		for k, _ := c.Seek(hostKey(max(after, 0) + 1)); k != nil && (limit <= 0 || len(hosts) < limit); k, _ = c.Next() {
 			var h sshdeck.Host
-			if _, err := getJSON(b, key, &h); err != nil {
+			if _, err := getJSON(b, k, &h); err != nil {
 				return err
 			}
 			hosts = append(hosts, &h)
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -106,28 +108,6 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 		}
 		return putJSON(b, hostKey(h.ID), h)
 	})
-}
-
-// PatchHost applies p to the owner's host in one transaction that reads
-// it, checks p's conditions and writes the result; NotFound when absent,
-// Conflict when a condition fails.
-func (s *Store) PatchHost(ctx context.Context, p *sshdeck.HostPatch) (*sshdeck.Host, error) {
-	var h *sshdeck.Host
-	err := s.update(ctx, "patch host", func(tx *bolt.Tx) error {
-		b := ownerBucket(tx, p.Owner)
-		stored, err := loadHost(b, p.ID)
-		if err != nil {
-			return err
-		}
-		if h, err = p.Apply(stored); err != nil {
-			return err
-		}
-		return putJSON(b, hostKey(p.ID), h)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
 }
 
 // DeleteHost removes the owner's host and its file-manager entries, in one

@@ -102,7 +102,7 @@ func getHost(t *testing.T, s sshdeck.Store, owner string, id int64) *sshdeck.Hos
 
 func listHosts(t *testing.T, s sshdeck.Store, owner string) []*sshdeck.Host {
 	t.Helper()
-	hs, err := s.Hosts(t.Context(), owner)
+	hs, err := s.Hosts(t.Context(), owner, 0, 0)
 	must(t, err, "Hosts")
 	if hs == nil {
 		t.Fatalf("Hosts(%s): got nil, want a non-nil slice", owner)
@@ -207,6 +207,51 @@ func testHostsOrderedByID(t *testing.T, s sshdeck.Store) {
 	}
 	for i := range want {
 		sameHost(t, got[i], want[i], fmt.Sprintf("Hosts[%d]", i))
+	}
+}
+
+// testHostsPaged walks an owner's hosts a page at a time: each page holds
+// the ids after the one given, in order, up to the limit; the last is
+// short, and a page past the end is empty. Another owner's hosts, and ids
+// deleted in between, never show.
+func testHostsPaged(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	var want []int64
+	for i := range 11 {
+		want = append(want, createHost(t, s, "alice", i).ID)
+		createHost(t, s, "bob", i)
+	}
+	must(t, s.DeleteHost(ctx, "alice", want[4], 0), "DeleteHost")
+	want = append(want[:4], want[5:]...)
+	for _, limit := range []int{1, 3, 10, 11} {
+		var got []int64
+		after := int64(0)
+		for pages := 0; ; pages++ {
+			if pages > len(want) {
+				t.Fatalf("limit %d: the pages never end", limit)
+			}
+			page, err := s.Hosts(ctx, "alice", after, limit)
+			must(t, err, "Hosts")
+			if len(page) > limit {
+				t.Fatalf("limit %d: a page of %d", limit, len(page))
+			}
+			for _, h := range page {
+				got = append(got, h.ID)
+			}
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("limit %d: pages hold ids %v, want %v", limit, got, want)
+		}
+	}
+	if page, err := s.Hosts(ctx, "alice", want[len(want)-1], 5); err != nil || len(page) != 0 {
+		t.Errorf("the page after the last host: %d hosts, %v", len(page), err)
+	}
+	if page, err := s.Hosts(ctx, "carol", 0, 5); err != nil || page == nil || len(page) != 0 {
+		t.Errorf("an owner without hosts: %v, %v; want an empty page", page, err)
 	}
 }
 

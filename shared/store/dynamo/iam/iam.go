@@ -40,9 +40,8 @@ var routeActions = map[string][]string{
 	"list-hosts":  {query},                        // Hosts
 	"get-host":    {getItem},                      // Host
 	"create-host": {getItem, putItem, updateItem}, // NextHostID, CreateHost
-	// PatchHost (UpdateItem); when it is refused or cannot apply, Host and
-	// UpdateHost (PutItem, GetItem again when refused).
-	"update-host": {getItem, putItem, updateItem},
+	// Host, then UpdateHost (PutItem; GetItem again when refused).
+	"update-host": {getItem, putItem},
 	// DeleteHost, after Host with If-Match: the host, then its entries by
 	// Query and BatchWriteItem; a refused versioned delete reads the host.
 	"delete-host": {batchWriteItem, deleteItem, getItem, query},
