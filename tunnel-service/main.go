@@ -31,12 +31,12 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
@@ -83,7 +83,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := api.NewHTTPServer(handler, log)
+	srv := web.NewHTTPServer(handler, log)
 	tunnels.Start()
 	log.Info("serving", "tunnel_service", "http://"+listener.Addr().String(), "replica", tunnels.Holder())
 	served := make(chan error, 1)

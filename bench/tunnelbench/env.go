@@ -20,11 +20,11 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
@@ -115,7 +115,7 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.srv = api.NewHTTPServer(tunnel.NewHandler(tunnel.ServerConfig{
+	e.srv = web.NewHTTPServer(tunnel.NewHandler(tunnel.ServerConfig{
 		Manager: e.manager, Authenticator: authn, Ping: e.store.Ping, Logger: log,
 	}), log)
 	e.manager.Start()

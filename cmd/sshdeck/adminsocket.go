@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // The admin socket lets admin commands reach the store while serve holds its
@@ -97,7 +97,7 @@ func adminOp[Req any](op func(context.Context, Req) (any, error)) http.HandlerFu
 		status := http.StatusOK
 		if err != nil {
 			code := sshdeck.ErrorCode(err)
-			status, resp = api.Status(code), api.ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code}
+			status, resp = web.Status(code), web.ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -136,7 +136,7 @@ func (c *adminClient) call(ctx context.Context, path string, req, resp any) erro
 	}
 	defer httpResp.Body.Close()
 	if httpResp.StatusCode != http.StatusOK {
-		var e api.ErrorBody
+		var e web.ErrorBody
 		if err := json.NewDecoder(httpResp.Body).Decode(&e); err != nil || e.Code == "" {
 			return fmt.Errorf("admin socket: status %d", httpResp.StatusCode)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
@@ -85,7 +86,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
 	}
 	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: authn, Ping: store.Ping, Logger: log})
-	servers := []*http.Server{api.NewHTTPServer(apiServer.Router(), log), api.NewHTTPServer(tunnelHandler, log)}
+	servers := []*http.Server{web.NewHTTPServer(apiServer.Router(), log), web.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
 	tunnels.Start()
 	defer tunnels.Shutdown(context.Background())
@@ -93,7 +94,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", err.Error())
 	} else {
 		defer os.Remove(cfg.socketPath())
-		servers = append(servers, api.NewHTTPServer(adminHandler(admin), log))
+		servers = append(servers, web.NewHTTPServer(adminHandler(admin), log))
 		listeners = append(listeners, sock)
 	}
 	log.Info("serving", "api", "http://"+listener.Addr().String(), "tunnel_service", "http://"+tunnelListener.Addr().String(), "data", cfg.Data)

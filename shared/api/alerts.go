@@ -5,6 +5,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
@@ -12,7 +13,7 @@ func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request, caller sshde
 	if err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, visible)
+	web.WriteJSON(w, http.StatusOK, visible)
 	return nil
 }
 
@@ -22,19 +23,19 @@ type dismissal struct {
 
 func (s *Server) dismissAlert(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	var d dismissal
-	if err := DecodeBody(w, r, &d); err != nil {
+	if err := web.DecodeBody(w, r, &d); err != nil {
 		return err
 	}
 	if err := s.cfg.Alerts.Dismiss(r.Context(), caller.UserID, d.AlertID); err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, message{"Alert dismissed"})
+	web.WriteJSON(w, http.StatusOK, message{"Alert dismissed"})
 	return nil
 }
 
 func (s *Server) publishAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
 	var in alerts.Input
-	if err := DecodeBody(w, r, &in); err != nil {
+	if err := web.DecodeBody(w, r, &in); err != nil {
 		return err
 	}
 	a, err := s.cfg.Alerts.Publish(r.Context(), &in)
@@ -42,7 +43,7 @@ func (s *Server) publishAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.
 		return err
 	}
 	w.Header().Set("Location", "/alerts/"+a.ID)
-	WriteJSON(w, http.StatusCreated, a)
+	web.WriteJSON(w, http.StatusCreated, a)
 	return nil
 }
 
@@ -50,6 +51,6 @@ func (s *Server) deleteAlert(w http.ResponseWriter, r *http.Request, _ sshdeck.P
 	if err := s.cfg.Alerts.Delete(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, message{"Alert deleted"})
+	web.WriteJSON(w, http.StatusOK, message{"Alert deleted"})
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/files"
@@ -16,6 +15,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/releases"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // Authenticator turns an Authorization header into the caller.
@@ -59,7 +59,6 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.handlers = map[string]handlerFunc{
-		"healthz":     s.health,
 		"list-hosts":  s.listHosts,
 		"create-host": s.createHost,
 		"get-host":    s.getHost,
@@ -79,6 +78,10 @@ func New(cfg Config) *Server {
 		"delete-alert":  s.deleteAlert,
 
 		"releases-feed": s.releasesFeed,
+	}
+	s.handlers["healthz"] = func(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
+		web.ServeHealth(w, r, s.log, s.cfg.Ping)
+		return nil
 	}
 	for _, r := range routes.All {
 		if s.handlers[r.Name] == nil {
@@ -109,8 +112,8 @@ func (s *Server) mux(rs ...routes.Route) http.Handler {
 		mux.Handle(r.Method+" "+r.Path, s.route(r))
 		methods = append(methods, r.Method)
 	}
-	mux.Handle("/", Fallback(mux, methods, s.log))
-	return s.withRequest(mux)
+	mux.Handle("/", web.Fallback(mux, methods, s.log))
+	return web.WithRequest(s.log, mux)
 }
 
 // route wraps a handler with authentication (for non-public routes) and the
@@ -118,23 +121,22 @@ func (s *Server) mux(rs ...routes.Route) http.Handler {
 func (s *Server) route(route routes.Route) http.Handler {
 	h := s.handlers[route.Name]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestInfoFrom(r.Context())
-		info.route = route.Name
+		web.NoteRequest(r, route.Name, "")
 		var caller sshdeck.Principal
 		if route.Access != routes.Public {
 			var err error
 			if caller, err = s.caller(r); err != nil {
-				s.writeError(w, r, err)
+				web.WriteError(w, r, s.log, err)
 				return
 			}
-			info.user = caller.UserID
+			web.NoteRequest(r, route.Name, caller.UserID)
 			if route.Admin && !caller.Admin {
-				s.writeError(w, r, sshdeck.Errorf(sshdeck.Forbidden, "only an admin may %s %s", route.Method, route.Path))
+				web.WriteError(w, r, s.log, sshdeck.Errorf(sshdeck.Forbidden, "only an admin may %s %s", route.Method, route.Path))
 				return
 			}
 		}
 		if err := h(w, r, caller); err != nil {
-			s.writeError(w, r, err)
+			web.WriteError(w, r, s.log, err)
 		}
 	})
 }
@@ -149,28 +151,4 @@ func (s *Server) caller(r *http.Request) (sshdeck.Principal, error) {
 		return p, nil
 	}
 	return sshdeck.Principal{}, sshdeck.Errorf(sshdeck.Unauthorized, "missing bearer token: send Authorization: Bearer <token>")
-}
-
-// Fallback answers what no pattern of mux serves: 405 with Allow when the
-// path is served with another of the methods, else 404, both in the
-// contract's error body. Register it on mux as "/".
-func Fallback(mux *http.ServeMux, methods []string, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var allow []string
-		for _, method := range methods {
-			probe := r.Clone(r.Context())
-			probe.Method = method
-			if _, pattern := mux.Handler(probe); pattern != "/" && !slices.Contains(allow, method) {
-				allow = append(allow, method)
-			}
-		}
-		if len(allow) == 0 {
-			WriteError(w, r, log, sshdeck.Errorf(sshdeck.NotFound, "no route for %s %s", r.Method, r.URL.Path))
-			return
-		}
-		for _, m := range allow {
-			w.Header().Add("Allow", m)
-		}
-		WriteError(w, r, log, sshdeck.Errorf(sshdeck.MethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
-	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // Recent files are listed 20 at a time unless ?limit= asks for up to 100.
@@ -31,20 +32,20 @@ func (s *Server) listFiles(kind sshdeck.FileKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		WriteJSON(w, http.StatusOK, entries)
+		web.WriteJSON(w, http.StatusOK, entries)
 		return nil
 	}
 }
 
 func (s *Server) addRecentFile(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	var in files.Input
-	if err := DecodeBody(w, r, &in); err != nil {
+	if err := web.DecodeBody(w, r, &in); err != nil {
 		return err
 	}
 	if err := s.cfg.Files.AddRecent(r.Context(), caller.UserID, &in); err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, message{"File added to recent"})
+	web.WriteJSON(w, http.StatusOK, message{"File added to recent"})
 	return nil
 }
 
@@ -52,13 +53,13 @@ func (s *Server) addRecentFile(w http.ResponseWriter, r *http.Request, caller ss
 // already: either way the client's intent holds.
 func (s *Server) addShortcut(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	var in files.Input
-	if err := DecodeBody(w, r, &in); err != nil {
+	if err := web.DecodeBody(w, r, &in); err != nil {
 		return err
 	}
 	if _, err := s.cfg.Files.AddShortcut(r.Context(), caller.UserID, &in); err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, message{"Shortcut added"})
+	web.WriteJSON(w, http.StatusOK, message{"Shortcut added"})
 	return nil
 }
 
@@ -71,7 +72,7 @@ type fileRef struct {
 func (s *Server) deleteFile(kind sshdeck.FileKind, done string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 		var ref fileRef
-		if err := DecodeBody(w, r, &ref); err != nil {
+		if err := web.DecodeBody(w, r, &ref); err != nil {
 			return err
 		}
 		if ref.HostID == nil {
@@ -80,7 +81,7 @@ func (s *Server) deleteFile(kind sshdeck.FileKind, done string) handlerFunc {
 		if err := s.cfg.Files.Delete(r.Context(), caller.UserID, *ref.HostID, kind, ref.Path); err != nil {
 			return err
 		}
-		WriteJSON(w, http.StatusOK, message{done})
+		web.WriteJSON(w, http.StatusOK, message{done})
 		return nil
 	}
 }

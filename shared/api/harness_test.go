@@ -30,6 +30,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/shared/upstream"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // env is a server over a real embedded store in a temporary directory, with
@@ -157,7 +158,7 @@ func (r *response) host(t testing.TB) hosts.Record {
 
 func (r *response) errorCode(t testing.TB) string {
 	t.Helper()
-	var body api.ErrorBody
+	var body web.ErrorBody
 	r.json(t, &body)
 	return string(body.Code)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
@@ -14,7 +15,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdec
 	if err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, records)
+	web.WriteJSON(w, http.StatusOK, records)
 	return nil
 }
 
@@ -70,7 +71,7 @@ func (s *Server) deleteHost(w http.ResponseWriter, r *http.Request, caller sshde
 	if err := s.cfg.Hosts.Delete(r.Context(), caller.UserID, id, ifMatch(r)); err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, message{"SSH host deleted"})
+	web.WriteJSON(w, http.StatusOK, message{"SSH host deleted"})
 	return nil
 }
 
@@ -80,7 +81,7 @@ type message struct {
 
 func writeHost(w http.ResponseWriter, status int, rec *hosts.Record) {
 	w.Header().Set("ETag", etag(rec.Version))
-	WriteJSON(w, status, rec)
+	web.WriteJSON(w, status, rec)
 }
 
 // hostID reads the {id} path segment: a positive integer.

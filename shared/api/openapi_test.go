@@ -14,6 +14,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // openAPIDocument is the project's OpenAPI document, from this package.
@@ -105,7 +106,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	for _, v := range code.Value.Enum {
 		c := sshdeck.Code(fmt.Sprint(v))
-		if status := api.Status(c); status == http.StatusInternalServerError && c != sshdeck.Internal {
+		if status := web.Status(c); status == http.StatusInternalServerError && c != sshdeck.Internal {
 			t.Errorf("Error.code %q has no status of its own in the api package", c)
 		}
 	}

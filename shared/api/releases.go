@@ -6,6 +6,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/releases"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // releasesFeed answers a page of the feed. Paging parameters never fail the
@@ -22,7 +23,7 @@ func (s *Server) releasesFeed(w http.ResponseWriter, r *http.Request, _ sshdeck.
 	if err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, feed)
+	web.WriteJSON(w, http.StatusOK, feed)
 	return nil
 }
 

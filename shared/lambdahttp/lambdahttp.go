@@ -13,9 +13,9 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // Handler is the Lambda entry point of one http.Handler.
@@ -47,7 +47,7 @@ func fromGateway(next http.Handler) http.Handler {
 		}
 		ctx := r.Context()
 		if gw.RequestID != "" {
-			ctx = api.NewContextWithRequestID(ctx, gw.RequestID)
+			ctx = web.NewContextWithRequestID(ctx, gw.RequestID)
 		}
 		if p, ok := auth.PrincipalFromAuthorizer(gw.Authorizer); ok {
 			ctx = sshdeck.NewContextWithPrincipal(ctx, p)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // seen is what a handler found in its request.
@@ -29,7 +29,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusTeapot)
 	json.NewEncoder(w).Encode(seen{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.Query().Get("limit"), Auth: r.Header.Get("Authorization"),
-		Body: string(body), RequestID: api.RequestID(r.Context()), UserID: p.UserID, Admin: p.Admin,
+		Body: string(body), RequestID: web.RequestID(r.Context()), UserID: p.UserID, Admin: p.Admin,
 		HasCaller: ok, HasDeadline: deadline,
 	})
 }

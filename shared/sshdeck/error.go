@@ -5,14 +5,18 @@ import (
 	"fmt"
 )
 
-// Code classifies an error for the caller. The API maps each code to one HTTP
-// status in one place (shared/api).
+// Code classifies an error for the caller. Every service maps each code to
+// one HTTP status in one place (shared/web).
 type Code string
 
 const (
-	Invalid              Code = "invalid"
-	Unauthorized         Code = "unauthorized"
-	Forbidden            Code = "forbidden"
+	Invalid      Code = "invalid"
+	Unauthorized Code = "unauthorized"
+	Forbidden    Code = "forbidden"
+	// Denied is a request that names what the service never reaches (an
+	// address in a denied range): the client's mistake, 400, shown with
+	// code "forbidden" as the contract says.
+	Denied               Code = "denied"
 	NotFound             Code = "not_found"
 	MethodNotAllowed     Code = "method_not_allowed"
 	Conflict             Code = "conflict"

@@ -184,7 +184,7 @@ func (d *dialer) denied(addrs []netip.Addr) (deniedAddr, bool) {
 	return deniedAddr{}, false
 }
 
-// checkAllowed fails with Forbidden when host resolves into a denied range;
+// checkAllowed fails with Denied when host resolves into a denied range;
 // the connect request answers it at once. A name that does not resolve
 // passes: the tunnel reports that as a network failure and retries.
 func (d *dialer) checkAllowed(ctx context.Context, field, host string) error {
@@ -193,7 +193,7 @@ func (d *dialer) checkAllowed(ctx context.Context, field, host string) error {
 		return nil
 	}
 	if denied, ok := d.denied(addrs); ok {
-		return sshdeck.Errorf(sshdeck.Forbidden, "%s %s resolves to %s, in the denied range %s", field, host, denied.addr, denied.prefix)
+		return sshdeck.Errorf(sshdeck.Denied, "%s %s resolves to %s, in the denied range %s", field, host, denied.addr, denied.prefix)
 	}
 	return nil
 }

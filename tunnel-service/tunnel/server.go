@@ -7,6 +7,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // ServerConfig is what the tunnel API needs.
@@ -37,16 +38,16 @@ func NewHandler(cfg ServerConfig) http.Handler {
 	s := &server{ServerConfig: cfg, log: cfg.Logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		api.NoteRequest(r, "tunnel-healthz", "")
-		api.ServeHealth(w, r, s.log, s.Ping)
+		web.NoteRequest(r, "tunnel-healthz", "")
+		web.ServeHealth(w, r, s.log, s.Ping)
 	})
 	methods := []string{"GET"}
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.path, s.authenticated(rt.name, rt.h))
 		methods = append(methods, rt.method)
 	}
-	mux.Handle("/", api.Fallback(mux, methods, s.log))
-	return api.WithRequest(s.log, mux)
+	mux.Handle("/", web.Fallback(mux, methods, s.log))
+	return web.WithRequest(s.log, mux)
 }
 
 // tunnelRoute is one authenticated tunnel route; name is its operationId in
@@ -72,20 +73,13 @@ func (s *server) routes() []tunnelRoute {
 func (s *server) authenticated(route string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := s.Authenticator.Authenticate(r.Context(), r.Header.Get("Authorization"))
-		api.NoteRequest(r, route, caller.UserID)
+		web.NoteRequest(r, route, caller.UserID)
 		if err == nil {
 			err = h(w, r, caller.UserID)
 		}
-		if err == nil {
-			return
+		if err != nil {
+			web.WriteError(w, r, s.log, err)
 		}
-		status := api.Status(sshdeck.ErrorCode(err))
-		if route == "tunnel-connect" && sshdeck.ErrorCode(err) == sshdeck.Forbidden {
-			// The contract: a denied address is the request's fault, 400,
-			// with code forbidden so that clients can tell it apart.
-			status = http.StatusBadRequest
-		}
-		api.WriteErrorStatus(w, r, s.log, err, status)
 	})
 }
 
@@ -96,13 +90,13 @@ type Message struct {
 
 func (s *server) connect(w http.ResponseWriter, r *http.Request, owner string) error {
 	var req ConnectRequest
-	if err := api.DecodeBody(w, r, &req); err != nil {
+	if err := web.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
 	if err := s.Manager.Connect(r.Context(), owner, &req); err != nil {
 		return err
 	}
-	api.WriteJSON(w, http.StatusOK, Message{"Connection request received"})
+	web.WriteJSON(w, http.StatusOK, Message{"Connection request received"})
 	return nil
 }
 
@@ -111,7 +105,7 @@ func (s *server) statuses(w http.ResponseWriter, r *http.Request, owner string) 
 	if err != nil {
 		return err
 	}
-	api.WriteJSON(w, http.StatusOK, all)
+	web.WriteJSON(w, http.StatusOK, all)
 	return nil
 }
 
@@ -120,7 +114,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request, owner string) er
 	if err != nil {
 		return err
 	}
-	api.WriteJSON(w, http.StatusOK, st)
+	web.WriteJSON(w, http.StatusOK, st)
 	return nil
 }
 
@@ -136,7 +130,7 @@ func (s *server) disconnect(cancelled bool) handlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request, owner string) error {
 		var req NameRequest
-		if err := api.DecodeBody(w, r, &req); err != nil {
+		if err := web.DecodeBody(w, r, &req); err != nil {
 			return err
 		}
 		if req.TunnelName == "" {
@@ -145,7 +139,7 @@ func (s *server) disconnect(cancelled bool) handlerFunc {
 		if err := s.Manager.Disconnect(r.Context(), owner, req.TunnelName, cancelled); err != nil {
 			return err
 		}
-		api.WriteJSON(w, http.StatusOK, Message{message})
+		web.WriteJSON(w, http.StatusOK, Message{message})
 		return nil
 	}
 }

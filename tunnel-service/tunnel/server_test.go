@@ -32,11 +32,11 @@ import (
 	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/openapitest"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // The tests of the tunnel service's HTTP API (server.go, stream.go): every
@@ -336,9 +336,9 @@ func (r *apiResponse) decode(t testing.TB, v any) {
 	}
 }
 
-func (r *apiResponse) errorBody(t testing.TB) api.ErrorBody {
+func (r *apiResponse) errorBody(t testing.TB) web.ErrorBody {
 	t.Helper()
-	var body api.ErrorBody
+	var body web.ErrorBody
 	r.decode(t, &body)
 	return body
 }

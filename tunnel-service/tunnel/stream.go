@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // streamPing is how often an idle stream sends a comment, so that proxies
@@ -85,7 +85,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 		all, err := m.Statuses(r.Context(), owner)
 		if err != nil {
 			if r.Context().Err() == nil {
-				s.log.Warn("status stream cannot read the store", "request_id", api.RequestID(r.Context()), "error", err.Error())
+				s.log.Warn("status stream cannot read the store", "request_id", web.RequestID(r.Context()), "error", err.Error())
 			}
 			continue
 		}

@@ -1,12 +1,10 @@
-package api
+package web
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
 // healthTimeout bounds the store check so a hung store still gets an answer.
@@ -16,11 +14,6 @@ const healthTimeout = 2 * time.Second
 type Health struct {
 	Status string `json:"status"` // "ok" or "unavailable"
 	Store  string `json:"store"`  // "ok" or why not
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
-	ServeHealth(w, r, s.log, s.cfg.Ping)
-	return nil
 }
 
 // ServeHealth answers /healthz: 200 when ping says the store answers, 503

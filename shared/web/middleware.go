@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"context"
@@ -41,8 +41,6 @@ func requestInfoFrom(ctx context.Context) *requestInfo {
 	}
 	return &requestInfo{}
 }
-
-func (s *Server) withRequest(next http.Handler) http.Handler { return WithRequest(s.log, next) }
 
 // NoteRequest names the route and the caller of a request for its log line.
 func NoteRequest(r *http.Request, route, user string) {

@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"bytes"
@@ -9,11 +9,13 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// statuses is the one map from error codes to HTTP statuses.
+// statuses is the one map from error codes to HTTP statuses, for every
+// service of sshdeck.
 var statuses = map[sshdeck.Code]int{
 	sshdeck.Invalid:              http.StatusBadRequest,
 	sshdeck.Unauthorized:         http.StatusUnauthorized,
 	sshdeck.Forbidden:            http.StatusForbidden,
+	sshdeck.Denied:               http.StatusBadRequest,
 	sshdeck.NotFound:             http.StatusNotFound,
 	sshdeck.MethodNotAllowed:     http.StatusMethodNotAllowed,
 	sshdeck.Conflict:             http.StatusConflict,
@@ -33,26 +35,25 @@ func Status(code sshdeck.Code) int {
 	return http.StatusInternalServerError
 }
 
+// bodyCode is the code an error body shows. The contract answers a denied
+// address 400 with code "forbidden", so that clients can tell it from other
+// bad requests: sshdeck.Denied is a code of its own for its status only.
+func bodyCode(code sshdeck.Code) sshdeck.Code {
+	if code == sshdeck.Denied {
+		return sshdeck.Forbidden
+	}
+	return code
+}
+
 // ErrorBody is the body of every error response.
 type ErrorBody struct {
 	Error string       `json:"error"`
 	Code  sshdeck.Code `json:"code"`
 }
 
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	WriteError(w, r, s.log, err)
-}
-
 // WriteError answers with err's status and body. Internal errors are logged
 // with the request id and answered with a generic sentence.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	WriteErrorStatus(w, r, log, err, Status(sshdeck.ErrorCode(err)))
-}
-
-// WriteErrorStatus is WriteError with another status than the code's, for
-// the one place the contract asks for it (a denied tunnel address is 400
-// with code forbidden).
-func WriteErrorStatus(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error, status int) {
 	code := sshdeck.ErrorCode(err)
 	if code == sshdeck.Internal {
 		log.LogAttrs(r.Context(), slog.LevelError, "internal error",
@@ -61,7 +62,7 @@ func WriteErrorStatus(w http.ResponseWriter, r *http.Request, log *slog.Logger, 
 	if code == sshdeck.Unauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 	}
-	WriteJSON(w, status, ErrorBody{Error: sshdeck.ErrorMessage(err), Code: code})
+	WriteJSON(w, Status(code), ErrorBody{Error: sshdeck.ErrorMessage(err), Code: bodyCode(code)})
 }
 
 // WriteJSON answers with v as JSON, without HTML escaping: "<token>" reads
