@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/lambdaapp"
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
@@ -34,7 +34,7 @@ func TestAuthorizerEvents(t *testing.T) {
 	}
 
 	logs := captureStdout(t)
-	authorizer, err := lambdaapp.Authorizer()
+	authorizer, err := app.Authorizer(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // the route table in functions/<route>/main.go, generated from the table by
 // `go generate ./functions`, and the REST API authorizer in
 // functions/authorizer. Each main only wires: shared/lambdaapp builds the
-// handler once per container, lambda.Start serves it.
+// handler once per container (over shared/app), lambda.Start serves it.
 package functions
 
 //go:generate go run ./internal/generate
@@ -25,13 +25,14 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 )
 
 func main() {
 	handler, err := lambdaapp.Route("{{.Name}}")
 	if err != nil {
-		lambdaapp.Fail(err)
+		app.Fail(err)
 	}
 	lambda.Start(handler.Handle)
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -19,12 +18,10 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/app"
-	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 	"github.com/sshdeck/sshdeck/shared/routes"
-	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
-	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
 // replay is what each route's event must give, through its function and
@@ -179,7 +176,7 @@ func TestFunctionConfigFailsFast(t *testing.T) {
 		t.Fatalf("delete-host without a KMS key: %v", err)
 	}
 	t.Setenv("SSHDECK_TABLE", "")
-	if _, err := lambdaapp.Authorizer(); err == nil || !strings.Contains(err.Error(), "SSHDECK_TABLE") {
+	if _, err := app.Authorizer(context.Background()); err == nil || !strings.Contains(err.Error(), "SSHDECK_TABLE") {
 		t.Fatalf("authorizer without a table: %v", err)
 	}
 	if _, err := lambdaapp.Route("no-such-route"); err == nil {
@@ -187,26 +184,28 @@ func TestFunctionConfigFailsFast(t *testing.T) {
 	}
 }
 
-// localServer is `sshdeck serve` in process, over the same fixture.
+// localServer is `sshdeck serve` in process, over the same fixture: the
+// same wiring (app.Open over the embedded store, api.FromApp) with the
+// settings of the environment, the table aside.
 func localServer(t *testing.T) *api.Server {
 	t.Helper()
-	store, err := embedded.Open(filepath.Join(t.TempDir(), "sshdeck.db"))
+	cfg, err := config.FromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "secret.key"))
+	cfg.Table, cfg.Data = "", t.TempDir()
+	a, err := app.Open(t.Context(), cfg, app.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealer := secret.NewSealer(keyring)
-	seed(t, store, sealer)
-	cfg, err := app.Config(store, sealer, app.SettingsFromEnv(), nil)
+	t.Cleanup(func() { a.Close() })
+	seed(t, a.Store, a.Sealer)
+	apiCfg, err := api.FromApp(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Authenticator = auth.NewAuthenticator(store, store, nil)
-	return api.New(cfg)
+	apiCfg.Authenticator = a.Auth
+	return api.New(apiCfg)
 }
 
 // requestOf is the HTTP request an event stands for.

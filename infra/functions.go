@@ -13,6 +13,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
@@ -37,22 +38,22 @@ type Functions struct {
 func newFunctions(scope constructs.Construct, cfg Config, data *Data) *Functions {
 	fns := &Functions{Routes: map[string]awslambda.Function{}}
 	fns.Authorizer = newFunction(scope, cfg, authorizerName, map[string]string{
-		"SSHDECK_TABLE": *data.Table.TableName(),
+		config.Table: *data.Table.TableName(),
 	})
 	data.grantTable(fns.Authorizer.Role(), iam.Authorizer)
 
 	for _, r := range routes.All {
-		env := map[string]string{"SSHDECK_TABLE": *data.Table.TableName()}
+		env := map[string]string{config.Table: *data.Table.TableName()}
 		if r.Credentials {
-			env["SSHDECK_KMS_KEY_ID"] = *data.CredentialsKey.KeyArn()
+			env[config.KMSKeyID] = *data.CredentialsKey.KeyArn()
 		}
 		// Each function gets only the settings its route reads.
 		switch r.Name {
 		case "releases-feed":
-			setIf(env, "SSHDECK_RELEASES_REPO", cfg.ReleasesRepo)
-			setIf(env, "SSHDECK_RELEASES_API_URL", cfg.ReleasesAPIURL)
+			setIf(env, config.ReleasesRepo, cfg.ReleasesRepo)
+			setIf(env, config.ReleasesAPIURL, cfg.ReleasesAPIURL)
 		case "list-alerts", "dismiss-alert":
-			setIf(env, "SSHDECK_ALERTS_URL", cfg.AlertsURL)
+			setIf(env, config.AlertsURL, cfg.AlertsURL)
 		}
 		fn := newFunction(scope, cfg, r.Name, env)
 		actions, ok := iam.RouteActions(r.Name)

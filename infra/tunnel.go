@@ -16,6 +16,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
@@ -69,10 +70,10 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 			IgnoreMode: awscdk.IgnoreMode_DOCKER,
 		}),
 		Environment: &map[string]*string{
-			"SSHDECK_TABLE":             data.Table.TableName(),
-			"SSHDECK_KMS_KEY_ID":        data.CredentialsKey.KeyArn(),
-			"SSHDECK_TUNNEL_ADDR":       jsii.String(":8081"),
-			"SSHDECK_TUNNEL_DENY_CIDRS": jsii.String(deny),
+			config.Table:           data.Table.TableName(),
+			config.KMSKeyID:        data.CredentialsKey.KeyArn(),
+			config.TunnelAddr:      jsii.String(":8081"),
+			config.TunnelDenyCIDRs: jsii.String(deny),
 		},
 		PortMappings: &[]*awsecs.PortMapping{{ContainerPort: jsii.Number(tunnelPort)}},
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{

@@ -9,7 +9,9 @@
 //     environment (in ECS, the task role); without a table, the embedded
 //     store in SSHDECK_DATA (default ./.sshdeck);
 //   - SSHDECK_TUNNEL_DENY_CIDRS, SSHDECK_REPLICA_ID, SSHDECK_TUNNEL_LEASE_TTL:
-//     see tunnel.OptionsFromEnv.
+//     see tunnel.OptionsFrom.
+//
+// Its wiring is shared/app's, with the SDK's credential chain (awschain).
 //
 // `tunnel-service healthcheck` asks a running service's /healthz and exits
 // 0 when it is healthy: the container's health check.
@@ -24,18 +26,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-
-	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/secret"
-	"github.com/sshdeck/sshdeck/shared/sshdeck"
-	"github.com/sshdeck/sshdeck/shared/store/dynamo"
-	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/app/awschain"
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
@@ -60,28 +56,28 @@ func main() {
 }
 
 func run(ctx context.Context, log *slog.Logger) error {
-	addr := envOr("SSHDECK_TUNNEL_ADDR", "127.0.0.1:8081")
-	opts, err := tunnel.OptionsFromEnv()
+	cfg, err := config.FromEnv()
 	if err != nil {
 		return err
 	}
-	opts.Log = log
-	store, sealer, err := openStore(ctx)
+	a, err := app.Open(ctx, cfg, app.Options{AWS: awschain.Load, Log: log})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer a.Close()
 
-	tunnels := tunnel.NewManager(store, sealer, opts)
+	opts := tunnel.OptionsFrom(cfg)
+	opts.Log = log
+	tunnels := tunnel.NewManager(a.Store, a.Sealer, opts)
 	handler := tunnel.NewHandler(tunnel.ServerConfig{
 		Manager:       tunnels,
-		Authenticator: auth.NewAuthenticator(store, store, nil),
-		Ping:          store.Ping,
+		Authenticator: a.Auth,
+		Ping:          a.Store.Ping,
 		Logger:        log,
 	})
-	listener, err := net.Listen("tcp", addr)
+	listener, err := net.Listen("tcp", cfg.TunnelAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s: %w", cfg.TunnelAddr, err)
 	}
 	srv := web.NewHTTPServer(handler, log)
 	tunnels.Start()
@@ -105,45 +101,16 @@ func run(ctx context.Context, log *slog.Logger) error {
 	return err
 }
 
-// openStore opens the deployment's DynamoDB table with KMS-wrapped data
-// keys, or else the embedded store with its local key file.
-func openStore(ctx context.Context) (sshdeck.Store, *secret.Sealer, error) {
-	if table := os.Getenv("SSHDECK_TABLE"); table != "" {
-		keyID := os.Getenv("SSHDECK_KMS_KEY_ID")
-		if keyID == "" {
-			return nil, nil, errors.New("SSHDECK_KMS_KEY_ID is not set: name the KMS key that wraps credential data keys")
-		}
-		// The SDK's whole chain: in ECS, the task role's credentials. The
-		// AWS_ENDPOINT_URL_* variables are honoured, for emulators.
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
-		}
-		store := dynamo.New(dynamo.NewClient(awsCfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), table)
-		keyring := secret.NewKMSKeyring(kms.NewFromConfig(awsCfg), keyID)
-		return store, secret.NewSealer(keyring), nil
-	}
-	data := envOr("SSHDECK_DATA", ".sshdeck")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create data directory: %w", err)
-	}
-	store, err := embedded.Open(filepath.Join(data, "sshdeck.db"))
-	if err != nil {
-		return nil, nil, err
-	}
-	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(data, "secret.key"))
-	if err != nil {
-		store.Close()
-		return nil, nil, err
-	}
-	return store, secret.NewSealer(keyring), nil
-}
-
 // healthcheck asks the local service's /healthz; 0 when it answers 200.
 func healthcheck() int {
-	_, port, err := net.SplitHostPort(envOr("SSHDECK_TUNNEL_ADDR", "127.0.0.1:8081"))
+	cfg, err := config.FromEnv()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "SSHDECK_TUNNEL_ADDR:", err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, port, err := net.SplitHostPort(cfg.TunnelAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, config.TunnelAddr+":", err)
 		return 1
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -158,11 +125,4 @@ func healthcheck() int {
 		return 1
 	}
 	return 0
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

@@ -6,14 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-
 	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/app/awschain"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
-	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
@@ -28,38 +26,29 @@ type admin interface {
 	DeleteAlert(ctx context.Context, id string) error
 }
 
-// openAdmin reaches the store of cfg: a deployment's DynamoDB table, or the
-// embedded store through the admin socket of a running server, else directly.
-func openAdmin(ctx context.Context, cfg *config) (admin, func(), error) {
-	if cfg.Table != "" {
-		// The whole SDK chain (profiles, SSO, …): an operator's machine, not a
-		// function. AWS_ENDPOINT_URL_DYNAMODB is honoured, for emulators.
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("load the AWS configuration: %w", err)
+// openAdmin reaches the store of cfg: a deployment's DynamoDB table (with
+// the credentials of the SDK's chain: profiles, SSO, …), or the embedded
+// store through the admin socket of a running server, else directly. The
+// admin commands handle no credentials: they need no data key.
+func openAdmin(ctx context.Context, cfg *settings) (admin, func(), error) {
+	if cfg.Table == "" {
+		if client, ok := dialAdminSocket(cfg.socketPath()); ok {
+			return client, func() {}, nil
 		}
-		store := dynamo.New(dynamo.NewClient(awsCfg, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")), cfg.Table)
-		return newStoreAdmin(store, nil), func() {}, nil
 	}
-	if client, ok := dialAdminSocket(cfg.socketPath()); ok {
-		return client, func() {}, nil
-	}
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create data directory: %w", err)
-	}
-	store, err := embedded.Open(cfg.dbPath())
+	a, err := app.Open(ctx, cfg.Config, app.Options{AWS: awschain.Load, NoDataKey: "the admin commands handle no credentials"})
 	if errors.Is(err, embedded.ErrLocked) {
 		return nil, nil, fmt.Errorf("%w, and no admin socket answers at %s: stop that process and try again", err, cfg.socketPath())
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return newStoreAdmin(store, nil), func() { store.Close() }, nil
+	return newStoreAdmin(a.Store, nil), func() { a.Close() }, nil
 }
 
 // runAdmin parses an admin command's arguments (positional of them), then
 // runs fn with the store reached through openAdmin.
-func runAdmin(ctx context.Context, fs *flag.FlagSet, cfg *config, args []string, positional int, fn func(a admin, rest []string) error) error {
+func runAdmin(ctx context.Context, fs *flag.FlagSet, cfg *settings, args []string, positional int, fn func(a admin, rest []string) error) error {
 	rest, err := parse(fs, args, positional, cfg)
 	if err != nil {
 		return err
@@ -73,7 +62,7 @@ func runAdmin(ctx context.Context, fs *flag.FlagSet, cfg *config, args []string,
 }
 
 func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("user add", &cfg, stderr)
 	isAdmin := fs.Bool("admin", false, "the user may administer sshdeck")
 	return runAdmin(ctx, fs, &cfg, args, 1, func(a admin, rest []string) error {
@@ -87,7 +76,7 @@ func userAddCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("token create", &cfg, stderr)
 	user := fs.String("user", "", "name of the user the token acts as (required)")
 	ttl := fs.Duration("ttl", 720*time.Hour, "how long the token is valid; 0 never expires")
@@ -112,7 +101,7 @@ func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func tokenRevokeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("token revoke", &cfg, stderr)
 	return runAdmin(ctx, fs, &cfg, args, 1, func(a admin, rest []string) error {
 		t, err := a.RevokeToken(ctx, rest[0])

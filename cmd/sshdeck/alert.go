@@ -36,7 +36,7 @@ func (a *storeAdmin) DeleteAlert(ctx context.Context, id string) error {
 }
 
 func alertPublishCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("alert publish", &cfg, stderr)
 	var in alerts.Input
 	fs.StringVar(&in.Title, "title", "", "the alert's title (required)")
@@ -64,7 +64,7 @@ func alertPublishCommand(ctx context.Context, args []string, stdout, stderr io.W
 }
 
 func alertListCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("alert list", &cfg, stderr)
 	return runAdmin(ctx, fs, &cfg, args, 0, func(a admin, _ []string) error {
 		list, err := a.Alerts(ctx)
@@ -81,7 +81,7 @@ func alertListCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 }
 
 func alertDeleteCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newAdminFlags("alert delete", &cfg, stderr)
 	return runAdmin(ctx, fs, &cfg, args, 1, func(a admin, rest []string) error {
 		if err := a.DeleteAlert(ctx, rest[0]); err != nil {

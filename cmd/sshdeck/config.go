@@ -4,47 +4,43 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/config"
 )
 
-// config is every setting of the sshdeck command, from flags over the
-// SSHDECK_* environment over defaults.
-type config struct {
-	Data       string // SSHDECK_DATA
-	Addr       string // SSHDECK_ADDR
-	TunnelAddr string // SSHDECK_TUNNEL_ADDR
-	Table      string // SSHDECK_TABLE: the admin commands work on this DynamoDB table instead
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
+// settings are a command's settings: config.Config from the SSHDECK_*
+// environment over its defaults, with the command's flags over both.
+type settings struct {
+	config.Config
+	// envErr is a malformed setting of the environment, reported once the
+	// command line parses (so that --help still works).
+	envErr error
 }
 
 // newFlags returns a flag set with the settings every command shares.
-func newFlags(name string, cfg *config, stderr io.Writer) *flag.FlagSet {
+func newFlags(name string, s *settings, stderr io.Writer) *flag.FlagSet {
+	s.Config, s.envErr = config.FromEnv()
 	fs := flag.NewFlagSet("sshdeck "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Data, "data", envOr("SSHDECK_DATA", ".sshdeck"), "data directory of the embedded store (SSHDECK_DATA)")
+	fs.StringVar(&s.Data, "data", s.Data, "data directory of the embedded store ("+config.Data+")")
 	return fs
 }
 
 // newAdminFlags returns the flag set of an admin command: it works on the
 // embedded store of --data, or on a deployment's DynamoDB table.
-func newAdminFlags(name string, cfg *config, stderr io.Writer) *flag.FlagSet {
-	fs := newFlags(name, cfg, stderr)
-	fs.StringVar(&cfg.Table, "table", os.Getenv("SSHDECK_TABLE"), "DynamoDB table of a deployment to administer instead of --data, with the AWS credentials of the environment (SSHDECK_TABLE)")
+func newAdminFlags(name string, s *settings, stderr io.Writer) *flag.FlagSet {
+	fs := newFlags(name, s, stderr)
+	fs.StringVar(&s.Table, "table", s.Table, "DynamoDB table of a deployment to administer instead of --data, with the AWS credentials of the environment ("+config.Table+")")
 	return fs
 }
 
 // parse parses flags wherever they stand among the positional arguments
 // (`user add bob --admin` as well as `user add --admin bob`), and checks the
 // count of positional arguments.
-func parse(fs *flag.FlagSet, args []string, positional int, cfg *config) ([]string, error) {
+func parse(fs *flag.FlagSet, args []string, positional int, s *settings) ([]string, error) {
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -62,13 +58,15 @@ func parse(fs *flag.FlagSet, args []string, positional int, cfg *config) ([]stri
 	if len(rest) != positional {
 		return nil, fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, fs.Name(), positional, len(rest))
 	}
-	if strings.TrimSpace(cfg.Data) == "" {
-		return nil, fmt.Errorf("the data directory is empty: set --data or SSHDECK_DATA")
+	if s.envErr != nil {
+		return nil, s.envErr
 	}
-	cfg.Data = filepath.Clean(cfg.Data)
+	if strings.TrimSpace(s.Data) == "" {
+		return nil, fmt.Errorf("the data directory is empty: set --data or %s", config.Data)
+	}
+	s.Data = filepath.Clean(s.Data)
 	return rest, nil
 }
 
-func (c *config) dbPath() string     { return filepath.Join(c.Data, "sshdeck.db") }
-func (c *config) keyPath() string    { return filepath.Join(c.Data, "secret.key") }
-func (c *config) socketPath() string { return filepath.Join(c.Data, "admin.sock") }
+func (s *settings) dbPath() string     { return app.DBPath(s.Data) }
+func (s *settings) socketPath() string { return filepath.Join(s.Data, "admin.sock") }

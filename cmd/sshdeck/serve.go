@@ -14,9 +14,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/app"
-	"github.com/sshdeck/sshdeck/shared/auth"
-	"github.com/sshdeck/sshdeck/shared/secret"
-	"github.com/sshdeck/sshdeck/shared/store/embedded"
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
@@ -28,36 +26,30 @@ const bootstrapTokenTTL = 720 * time.Hour
 const shutdownTimeout = 10 * time.Second
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg config
+	var cfg settings
 	fs := newFlags("serve", &cfg, stderr)
-	fs.StringVar(&cfg.Addr, "addr", envOr("SSHDECK_ADDR", "127.0.0.1:8080"), "address of the API (SSHDECK_ADDR)")
-	fs.StringVar(&cfg.TunnelAddr, "tunnel-addr", envOr("SSHDECK_TUNNEL_ADDR", "127.0.0.1:8081"), "address of the tunnel service (SSHDECK_TUNNEL_ADDR)")
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address of the API ("+config.Addr+")")
+	fs.StringVar(&cfg.TunnelAddr, "tunnel-addr", cfg.TunnelAddr, "address of the tunnel service ("+config.TunnelAddr+")")
 	if _, err := parse(fs, args, 0, &cfg); err != nil {
 		return err
 	}
 	setGCPercent()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
-	store, err := embedded.Open(cfg.dbPath())
+	// serve is the laptop's shape: the embedded store of --data, whatever
+	// SSHDECK_TABLE says (the admin commands take --table).
+	cfg.Table = ""
+	a, err := app.Open(ctx, cfg.Config, app.Options{Log: log})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	keyring, err := secret.LoadOrCreateKeyFile(cfg.keyPath())
+	defer a.Close()
+	apiCfg, err := api.FromApp(a)
 	if err != nil {
 		return err
 	}
-	authn := auth.NewAuthenticator(store, store, nil)
-	apiCfg, err := app.Config(store, secret.NewSealer(keyring), app.SettingsFromEnv(), log)
-	if err != nil {
-		return err
-	}
-	apiCfg.Authenticator = authn
-	apiServer := api.New(apiCfg)
-	admin := newStoreAdmin(store, authn)
+	apiCfg.Authenticator = a.Auth
+	admin := newStoreAdmin(a.Store, a.Auth)
 	token, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
 	if err != nil {
 		return fmt.Errorf("create the admin user: %w", err)
@@ -66,15 +58,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token, shown this once and valid %d days:\n\n    %s\n\nMake more with: sshdeck token create --user admin\n", int(bootstrapTokenTTL.Hours()/24), token)
 	}
 
-	tunnelOpts, err := tunnel.OptionsFromEnv()
-	if err != nil {
-		return err
-	}
+	tunnelOpts := tunnel.OptionsFrom(cfg.Config)
 	// One process holds the store's file, so this is the only replica: a
 	// fixed name lets it resume its own autoStart tunnels at once after a
 	// crash, instead of waiting for their leases to expire.
 	tunnelOpts.Holder, tunnelOpts.Log = "local", log
-	tunnels := tunnel.NewManager(store, secret.NewSealer(keyring), tunnelOpts)
+	tunnels := tunnel.NewManager(a.Store, a.Sealer, tunnelOpts)
 
 	listener, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -85,8 +74,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		listener.Close()
 		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
 	}
-	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: authn, Ping: store.Ping, Logger: log})
-	servers := []*http.Server{web.NewHTTPServer(apiServer.Router(), log), web.NewHTTPServer(tunnelHandler, log)}
+	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})
+	servers := []*http.Server{web.NewHTTPServer(api.New(apiCfg).Router(), log), web.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
 	tunnels.Start()
 	defer tunnels.Shutdown(context.Background())

@@ -1,18 +1,21 @@
 // Command authorizer is the REQUEST authorizer of the REST API: it checks
 // the bearer token of the Authorization header against DynamoDB and allows
-// the caller, or makes API Gateway answer 401.
+// the caller, or makes API Gateway answer 401. It links the store and the
+// authenticator only (shared/app), no handler of the API.
 package main
 
 import (
+	"context"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/sshdeck/sshdeck/shared/lambdaapp"
+	"github.com/sshdeck/sshdeck/shared/app"
 )
 
 func main() {
-	authorizer, err := lambdaapp.Authorizer()
+	authorizer, err := app.Authorizer(context.Background())
 	if err != nil {
-		lambdaapp.Fail(err)
+		app.Fail(err)
 	}
 	lambda.Start(authorizer.Handle)
 }

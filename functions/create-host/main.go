@@ -6,13 +6,14 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 )
 
 func main() {
 	handler, err := lambdaapp.Route("create-host")
 	if err != nil {
-		lambdaapp.Fail(err)
+		app.Fail(err)
 	}
 	lambda.Start(handler.Handle)
 }

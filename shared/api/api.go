@@ -10,11 +10,13 @@ import (
 	"net/http"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/releases"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/upstream"
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
@@ -38,6 +40,40 @@ type Config struct {
 	// request context with sshdeck.NewContextWithPrincipal.
 	Authenticator Authenticator
 	Logger        *slog.Logger
+}
+
+// FromApp is the Config of the handlers over a's store and sealer, with
+// the upstream services of its settings (the releases feed's repository,
+// the remote alerts list). It leaves Authenticator to the caller: nil
+// behind the Lambda authorizer, a.Auth where the server checks tokens.
+func FromApp(a *app.App) (Config, error) {
+	cfg := Config{
+		Hosts:  hosts.NewService(a.Store, a.Sealer, nil),
+		Files:  files.NewService(a.Store, nil),
+		Ping:   a.Store.Ping,
+		Logger: a.Log,
+	}
+	var remote alerts.Remote
+	if url := a.Config.AlertsURL; url != "" {
+		list, err := upstream.NewAlertsList(url, 0, nil)
+		if err != nil {
+			return Config{}, err
+		}
+		remote = upstream.NewRemoteAlerts(list, a.Log, nil)
+	}
+	cfg.Alerts = alerts.NewService(a.Store, remote, nil)
+	if repo := a.Config.ReleasesRepo; repo != "" {
+		github, err := upstream.NewGitHub(upstream.GitHubConfig{
+			BaseURL: a.Config.ReleasesAPIURL,
+			Repo:    repo,
+			Token:   a.Config.GitHubToken,
+		})
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Releases = releases.NewService(github, a.Store, a.Log, nil)
+	}
+	return cfg, nil
 }
 
 // Server serves the base_url routes.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,24 +22,6 @@ import (
 var DefaultDeny = []netip.Prefix{
 	netip.MustParsePrefix("169.254.0.0/16"),
 	netip.MustParsePrefix("fe80::/10"),
-}
-
-// ParseDeny parses a comma-separated list of CIDR ranges
-// (SSHDECK_TUNNEL_DENY_CIDRS); blanks around items are ignored.
-func ParseDeny(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for item := range strings.SplitSeq(list, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(item)
-		if err != nil {
-			return nil, fmt.Errorf("SSHDECK_TUNNEL_DENY_CIDRS: %q is not a CIDR range such as 10.0.0.0/8", item)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
 }
 
 // hop is one SSH host of a tunnel with its credentials.

@@ -1,0 +1,167 @@
+// Package config is every setting of sshdeck: its name in the environment
+// (the same in every binary, and in the CDK app that sets them), its type,
+// its default and its check. Load reads them all at once and fails with a
+// sentence naming the first malformed one, so that a binary stops before it
+// serves anything. It imports the standard library only: the CDK module
+// reads the names from here.
+//
+// Whether a setting is required depends on the binary (a Lambda function
+// needs SSHDECK_TABLE, `sshdeck serve` never does): the wiring that needs a
+// setting checks it (shared/app).
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// The settings' names in the environment.
+const (
+	// Data is the data directory of the embedded store and its key file.
+	Data = "SSHDECK_DATA"
+	// Addr is where `sshdeck serve` serves the base_url API.
+	Addr = "SSHDECK_ADDR"
+	// TunnelAddr is where the tunnel service listens.
+	TunnelAddr = "SSHDECK_TUNNEL_ADDR"
+	// Table is a deployment's DynamoDB table; without it, the embedded store.
+	Table = "SSHDECK_TABLE"
+	// KMSKeyID is the KMS key that wraps the data keys of credentials.
+	KMSKeyID = "SSHDECK_KMS_KEY_ID"
+	// ReleasesRepo is the owner/name of the releases feed's repository.
+	ReleasesRepo = "SSHDECK_RELEASES_REPO"
+	// ReleasesAPIURL is the GitHub API of the releases feed.
+	ReleasesAPIURL = "SSHDECK_RELEASES_API_URL"
+	// GitHubToken raises GitHub's rate limit for the feed.
+	GitHubToken = "SSHDECK_GITHUB_TOKEN"
+	// AlertsURL is a remote JSON list of alerts.
+	AlertsURL = "SSHDECK_ALERTS_URL"
+	// TunnelDenyCIDRs are the ranges tunnels never dial, replacing the
+	// default ones.
+	TunnelDenyCIDRs = "SSHDECK_TUNNEL_DENY_CIDRS"
+	// TunnelLeaseTTL is how long a dead replica's autoStart tunnels wait
+	// before another replica takes them over.
+	TunnelLeaseTTL = "SSHDECK_TUNNEL_LEASE_TTL"
+	// ReplicaID names a tunnel service replica in leases.
+	ReplicaID = "SSHDECK_REPLICA_ID"
+
+	// AWS's own names: Lambda sets the region and the role's credentials;
+	// the endpoints point the SDK at an emulator (tests, benchmarks).
+	AWSRegion          = "AWS_REGION"
+	AWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	AWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	AWSSessionToken    = "AWS_SESSION_TOKEN"
+	DynamoDBEndpoint   = "AWS_ENDPOINT_URL_DYNAMODB"
+	KMSEndpoint        = "AWS_ENDPOINT_URL_KMS"
+)
+
+// Defaults of the settings that have one.
+const (
+	DefaultData       = ".sshdeck"
+	DefaultAddr       = "127.0.0.1:8080"
+	DefaultTunnelAddr = "127.0.0.1:8081"
+)
+
+// minLeaseTTL keeps heartbeats (a third of the TTL) from spinning.
+const minLeaseTTL = 300 * time.Millisecond
+
+// Config is every setting, typed. The zero value of an optional setting
+// means unset: its user applies its own default (GitHub's API URL, the
+// default denied ranges, a lease TTL of 30 s, a replica name of its own).
+type Config struct {
+	Data, Addr, TunnelAddr string
+	Table, KMSKeyID        string
+
+	ReleasesRepo, ReleasesAPIURL, GitHubToken string
+	AlertsURL                                 string
+
+	// TunnelDeny is nil when SSHDECK_TUNNEL_DENY_CIDRS is unset.
+	TunnelDeny     []netip.Prefix
+	TunnelLeaseTTL time.Duration
+	ReplicaID      string
+
+	AWS AWS
+}
+
+// AWS is what the environment says of AWS. Lambda sets the region and the
+// function role's credentials; elsewhere the SDK's own chain finds them.
+type AWS struct {
+	Region, AccessKeyID, SecretAccessKey, SessionToken string
+	// DynamoDBEndpoint and KMSEndpoint replace the services' endpoints.
+	DynamoDBEndpoint, KMSEndpoint string
+}
+
+// FromEnv loads the settings from the process environment.
+func FromEnv() (Config, error) { return Load(os.Getenv) }
+
+// Load reads every setting through getenv, applies the defaults and checks
+// the values; the error names the first malformed setting.
+func Load(getenv func(string) string) (Config, error) {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		Data:           or(Data, DefaultData),
+		Addr:           or(Addr, DefaultAddr),
+		TunnelAddr:     or(TunnelAddr, DefaultTunnelAddr),
+		Table:          getenv(Table),
+		KMSKeyID:       getenv(KMSKeyID),
+		ReleasesRepo:   getenv(ReleasesRepo),
+		ReleasesAPIURL: getenv(ReleasesAPIURL),
+		GitHubToken:    getenv(GitHubToken),
+		AlertsURL:      getenv(AlertsURL),
+		ReplicaID:      getenv(ReplicaID),
+		AWS: AWS{
+			Region:           getenv(AWSRegion),
+			AccessKeyID:      getenv(AWSAccessKeyID),
+			SecretAccessKey:  getenv(AWSSecretAccessKey),
+			SessionToken:     getenv(AWSSessionToken),
+			DynamoDBEndpoint: getenv(DynamoDBEndpoint),
+			KMSEndpoint:      getenv(KMSEndpoint),
+		},
+	}
+	if list := getenv(TunnelDenyCIDRs); list != "" {
+		deny, err := ParseCIDRs(list)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", TunnelDenyCIDRs, err)
+		}
+		c.TunnelDeny = deny
+	}
+	if v := getenv(TunnelLeaseTTL); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl < minLeaseTTL {
+			return c, fmt.Errorf("%s: %q is not a duration of at least %s, such as 30s", TunnelLeaseTTL, v, minLeaseTTL)
+		}
+		c.TunnelLeaseTTL = ttl
+	}
+	return c, nil
+}
+
+// ParseCIDRs parses a comma-separated list of CIDR ranges; blanks around
+// items are ignored.
+func ParseCIDRs(list string) ([]netip.Prefix, error) {
+	out := []netip.Prefix{}
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR range such as 10.0.0.0/8", item)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Missing is the error of a setting a binary needs and did not get; why
+// says where it comes from or what to name.
+func Missing(name, why string) error {
+	return fmt.Errorf("%s is not set: %s", name, why)
+}
