@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,12 +11,44 @@ import (
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
+// listPage is how many hosts a list reads from the store at a time.
+const listPage = 100
+
+// listHosts streams the caller's hosts a page at a time, so that the
+// memory a list takes is bounded by a page, not by the caller's hosts.
 func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
-	records, err := s.cfg.Hosts.List(r.Context(), caller.UserID)
+	ctx := r.Context()
+	page, err := s.cfg.Hosts.Page(ctx, caller.UserID, 0, listPage)
 	if err != nil {
-		return err
+		return err // nothing written yet: an error answer is still possible
 	}
-	web.WriteJSON(w, http.StatusOK, records)
+	list := web.StartJSONArray(w)
+	for {
+		for _, rec := range page {
+			if err := list.Append(rec); err != nil {
+				return s.abort(r, err)
+			}
+		}
+		if len(page) < listPage {
+			break
+		}
+		if page, err = s.cfg.Hosts.Page(ctx, caller.UserID, page[len(page)-1].ID, listPage); err != nil {
+			return s.abort(r, err)
+		}
+	}
+	if err := list.End(); err != nil {
+		return s.abort(r, err)
+	}
+	return nil
+}
+
+// abort logs why a streamed answer cannot be finished, then cuts it.
+func (s *Server) abort(r *http.Request, err error) error {
+	if r.Context().Err() == nil {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "answer cut short",
+			slog.String("request_id", web.RequestID(r.Context())), slog.String("error", err.Error()))
+	}
+	web.Abort()
 	return nil
 }
 

@@ -4,12 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
 func TestListHosts(t *testing.T) {
@@ -431,5 +442,75 @@ func TestUnauthorized(t *testing.T) {
 	}
 	if resp := e.get(e.alice, "/ssh/db/host"); resp.Status != 200 {
 		t.Fatalf("a valid token after the clock moved: %d", resp.Status)
+	}
+}
+
+// TestListHostsPages: a list longer than a page of the store is every host,
+// in order, in one JSON array (the pages joined, none twice).
+func TestListHostsPages(t *testing.T) {
+	e := newEnv(t)
+	const n = 250 // two full pages of 100 and a short one
+	for i := range n {
+		e.createHost(e.alice, map[string]any{"name": fmt.Sprintf("h%d", i+1), "password": fmt.Sprintf("pw%d", i+1)})
+	}
+	if resp := e.do(request{method: "DELETE", path: "/ssh/db/host/100", token: e.alice}); resp.Status != http.StatusOK {
+		t.Fatalf("delete host 100 (the last id of the first page): %d %s", resp.Status, resp.Body)
+	}
+	var list []map[string]any
+	e.get(e.alice, "/ssh/db/host").json(t, &list)
+	if len(list) != n-1 {
+		t.Fatalf("alice sees %d hosts, want %d", len(list), n-1)
+	}
+	prev := 0.0
+	for _, h := range list {
+		id := h["id"].(float64)
+		if id <= prev || id == 100 || h["password"] != fmt.Sprintf("pw%d", int(id)) {
+			t.Fatalf("host id %v (after %v) with password %v", id, prev, h["password"])
+		}
+		prev = id
+	}
+}
+
+// failingPages is a host store whose reads after the first page fail.
+type failingPages struct{ *embedded.Store }
+
+func (s failingPages) Hosts(ctx context.Context, owner string, after int64, limit int) ([]*sshdeck.Host, error) {
+	if after > 0 {
+		return nil, errors.New("the store broke")
+	}
+	return s.Store.Hosts(ctx, owner, after, limit)
+}
+
+// TestListHostsCutShort: when a page after the first cannot be read, the
+// answer (200 already sent) is cut, not ended as a shorter list that would
+// look whole, and the failure is logged with the request id.
+func TestListHostsCutShort(t *testing.T) {
+	e := newEnv(t)
+	for i := range 150 {
+		e.createHost(e.alice, map[string]any{"name": fmt.Sprintf("h%d", i+1)})
+	}
+	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(e.dir, "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{
+		Hosts:         hosts.NewService(failingPages{e.store}, secret.NewSealer(keyring), nil),
+		Authenticator: e.authn,
+		Logger:        slog.New(slog.NewJSONHandler(e.logs, nil)),
+	}).Router())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/ssh/db/host", nil)
+	req.Header.Set("Authorization", "Bearer "+e.alice)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil || json.Valid(body) {
+		t.Fatalf("a list whose second page failed ended cleanly (%v) with %d bytes, valid JSON %t", err, len(body), json.Valid(body))
+	}
+	if !strings.Contains(e.logs.String(), `"msg":"answer cut short"`) || !strings.Contains(e.logs.String(), resp.Header.Get("X-Request-Id")) {
+		t.Fatalf("no log line of the cut answer with its request id:\n%s", e.logs.String())
 	}
 }

@@ -72,9 +72,11 @@ func NewService(store sshdeck.HostStore, sealer *secret.Sealer, now func() time.
 // a race with another writer.
 const maxUpdateAttempts = 5
 
-// List returns the owner's hosts ordered by id.
-func (s *Service) List(ctx context.Context, owner string) ([]*Record, error) {
-	stored, err := s.store.Hosts(ctx, owner, 0, 0)
+// Page returns the owner's hosts with an id above after, ordered by id, at
+// most limit of them (0: all): a list is read a page at a time, so that
+// what it holds is bounded by a page, not by the owner's hosts.
+func (s *Service) Page(ctx context.Context, owner string, after int64, limit int) ([]*Record, error) {
+	stored, err := s.store.Hosts(ctx, owner, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func TestRecordShowsNilListsAsEmpty(t *testing.T) {
 	}
 	for _, get := range []func() (*Record, error){
 		func() (*Record, error) { return svc.Get(ctx, "usr_a", 1) },
-		func() (*Record, error) { l, err := svc.List(ctx, "usr_a"); return l[0], err },
+		func() (*Record, error) { l, err := svc.Page(ctx, "usr_a", 0, 0); return l[0], err },
 	} {
 		r, err := get()
 		if err != nil {
