@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sync"
 )
 
 // streamBuffer is how much of a streamed answer is written at a time.
@@ -23,13 +24,22 @@ type JSONArray struct {
 	count int
 }
 
+// arrays keeps JSONArrays for reuse: a 10-host list would otherwise
+// allocate more for its buffer than for its hosts.
+var arrays = sync.Pool{New: func() any {
+	a := &JSONArray{w: bufio.NewWriterSize(nil, streamBuffer)}
+	a.enc = json.NewEncoder(&a.item)
+	a.enc.SetEscapeHTML(false)
+	return a
+}}
+
 // StartJSONArray writes the status and the array's opening bracket.
 func StartJSONArray(w http.ResponseWriter) *JSONArray {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	a := &JSONArray{w: bufio.NewWriterSize(w, streamBuffer)}
-	a.enc = json.NewEncoder(&a.item)
-	a.enc.SetEscapeHTML(false)
+	a := arrays.Get().(*JSONArray)
+	a.w.Reset(w)
+	a.count = 0
 	a.w.WriteByte('[')
 	return a
 }
@@ -53,10 +63,15 @@ func (a *JSONArray) AppendRaw(item []byte) error {
 	return err
 }
 
-// End closes the array and flushes the answer.
+// End closes the array and flushes the answer; a is not to be used after.
 func (a *JSONArray) End() error {
 	a.w.WriteString("]\n")
-	return a.w.Flush()
+	err := a.w.Flush()
+	a.w.Reset(nil)
+	if a.item.Cap() <= streamBuffer {
+		arrays.Put(a)
+	}
+	return err
 }
 
 // Abort ends an answer that cannot be completed: the server closes the
