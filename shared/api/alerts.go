@@ -8,6 +8,16 @@ import (
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
+// alertRoutes binds the alert routes to their handlers.
+func (s *Server) alertRoutes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"list-alerts":   s.listAlerts,
+		"dismiss-alert": s.dismissAlert,
+		"publish-alert": s.publishAlert,
+		"delete-alert":  s.deleteAlert,
+	}
+}
+
 func (s *Server) listAlerts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	visible, err := s.cfg.Alerts.Visible(r.Context(), caller.UserID)
 	if err != nil {

@@ -1,12 +1,17 @@
 // Package api holds the HTTP handlers of every base_url route, bound to the
-// route table by name. The same handlers run in one local process
-// (Server.Router), one Lambda function per route (Server.Handler) and tests.
+// route table (shared/routes) by name: each file binds its routes beside
+// their handlers (hosts.go, files.go, alerts.go, releases.go), and this one
+// wraps them in authentication and the request middleware of shared/web.
+// The same handlers run in one local process (Server.Router), one Lambda
+// function per route (Server.Handler) and tests. FromApp builds their
+// services over an App of shared/app.
 package api
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
@@ -94,30 +99,11 @@ func New(cfg Config) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
-	s.handlers = map[string]handlerFunc{
-		"list-hosts":  s.listHosts,
-		"create-host": s.createHost,
-		"get-host":    s.getHost,
-		"update-host": s.updateHost,
-		"delete-host": s.deleteHost,
-
-		"list-recent-files":  s.listFiles(sshdeck.RecentFile),
-		"add-recent-file":    s.addRecentFile,
-		"delete-recent-file": s.deleteFile(sshdeck.RecentFile, "File removed from recent"),
-		"list-shortcuts":     s.listFiles(sshdeck.Shortcut),
-		"add-shortcut":       s.addShortcut,
-		"delete-shortcut":    s.deleteFile(sshdeck.Shortcut, "Shortcut removed"),
-
-		"list-alerts":   s.listAlerts,
-		"dismiss-alert": s.dismissAlert,
-		"publish-alert": s.publishAlert,
-		"delete-alert":  s.deleteAlert,
-
-		"releases-feed": s.releasesFeed,
-	}
-	s.handlers["healthz"] = func(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
-		web.ServeHealth(w, r, s.log, s.cfg.Ping)
-		return nil
+	// Each file of the API binds its routes, by the route table's names,
+	// beside their handlers.
+	s.handlers = map[string]handlerFunc{"healthz": s.health}
+	for _, bound := range []map[string]handlerFunc{s.hostRoutes(), s.fileRoutes(), s.alertRoutes(), s.releaseRoutes()} {
+		maps.Copy(s.handlers, bound)
 	}
 	for _, r := range routes.All {
 		if s.handlers[r.Name] == nil {
@@ -125,6 +111,12 @@ func New(cfg Config) *Server {
 		}
 	}
 	return s
+}
+
+// health answers /healthz: whether the store answers.
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
+	web.ServeHealth(w, r, s.log, s.cfg.Ping)
+	return nil
 }
 
 // Router serves every route on one mux: the local server.

@@ -15,6 +15,18 @@ const (
 	maxRecentLimit     = sshdeck.MaxRecentFiles
 )
 
+// fileRoutes binds the file manager's routes to their handlers.
+func (s *Server) fileRoutes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"list-recent-files":  s.listFiles(sshdeck.RecentFile),
+		"add-recent-file":    s.addRecentFile,
+		"delete-recent-file": s.deleteFile(sshdeck.RecentFile, "File removed from recent"),
+		"list-shortcuts":     s.listFiles(sshdeck.Shortcut),
+		"add-shortcut":       s.addShortcut,
+		"delete-shortcut":    s.deleteFile(sshdeck.Shortcut, "Shortcut removed"),
+	}
+}
+
 func (s *Server) listFiles(kind sshdeck.FileKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 		q := r.URL.Query()

@@ -11,6 +11,17 @@ import (
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
+// hostRoutes binds the host routes of the route table to their handlers.
+func (s *Server) hostRoutes() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		"list-hosts":  s.listHosts,
+		"create-host": s.createHost,
+		"get-host":    s.getHost,
+		"update-host": s.updateHost,
+		"delete-host": s.deleteHost,
+	}
+}
+
 // listPage is how many hosts a list reads from the store at a time.
 const listPage = 100
 

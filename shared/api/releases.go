@@ -12,6 +12,11 @@ import (
 // releasesFeed answers a page of the feed. Paging parameters never fail the
 // request (API.md): a value that is not a positive integer is the default,
 // a per_page over 100 is 100.
+// releaseRoutes binds the releases feed's route to its handler.
+func (s *Server) releaseRoutes() map[string]handlerFunc {
+	return map[string]handlerFunc{"releases-feed": s.releasesFeed}
+}
+
 func (s *Server) releasesFeed(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
 	if s.cfg.Releases == nil {
 		return sshdeck.Errorf(sshdeck.NotFound, "the releases feed is not configured: the server has no SSHDECK_RELEASES_REPO")
