@@ -34,9 +34,11 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdec
 		return err // nothing written yet: an error answer is still possible
 	}
 	list := web.StartJSONArray(w)
+	var item []byte
 	for {
 		for _, rec := range page {
-			if err := list.Append(rec); err != nil {
+			item = appendHost(item[:0], rec)
+			if err := list.AppendRaw(item); err != nil {
 				return s.abort(r, err)
 			}
 		}
