@@ -31,9 +31,9 @@ const schemaVersion = 2
 const attrSchemaVersion = schema.SchemaVersion
 
 // newAttrs returns the attributes of a new item: its schema version, and
-// room for n more and the key.
+// room for n more.
 func newAttrs(n int) map[string]types.AttributeValue {
-	a := make(map[string]types.AttributeValue, n+3)
+	a := make(map[string]types.AttributeValue, n+1)
 	a[attrSchemaVersion] = num(schemaVersion)
 	return a
 }
@@ -69,18 +69,13 @@ func putBytes(a map[string]types.AttributeValue, name string, b []byte) {
 	}
 }
 
-// putMap sets a[name] to the map m, and leaves an empty one out, as putList
-// does an empty list: they cost bytes for nothing, and minidyn answers an
-// empty list or map in a way the SDK decodes as another attribute's value.
+// putMap sets a[name] to the map m, and leaves an empty one out, as
+// putStrings and putMaps do an empty list: they cost bytes for nothing, and
+// minidyn answers an empty list or map in a way the SDK decodes as another
+// attribute's value.
 func putMap(a map[string]types.AttributeValue, name string, m map[string]types.AttributeValue) {
 	if len(m) > 0 {
 		a[name] = &types.AttributeValueMemberM{Value: m}
-	}
-}
-
-func putList(a map[string]types.AttributeValue, name string, l []types.AttributeValue) {
-	if len(l) > 0 {
-		a[name] = &types.AttributeValueMemberL{Value: l}
 	}
 }
 
@@ -117,10 +112,11 @@ type decoding struct {
 	err     error
 }
 
-// errNewerSchema is an item of a schema version past the store's: its
-// attributes may mean what this store cannot tell. Such an item comes of a
-// newer store writing before every reader could read it (README.md).
-var errNewerSchema = fmt.Errorf("its schema version is not one this store reads (1 to %d)", schemaVersion)
+// errUnknownSchema is an item of a schema version past the store's (or
+// below 1): its attributes may mean what this store cannot tell. Such an
+// item comes of a newer store writing before every reader could read it
+// (README.md).
+var errUnknownSchema = fmt.Errorf("its schema version is not one this store reads (1 to %d)", schemaVersion)
 
 // decode starts reading an item: the fields of its top level. Its schema
 // version is 1 without sv.
@@ -130,7 +126,7 @@ func decode(item map[string]types.AttributeValue) (fields, *decoding) {
 	if _, ok := item[attrSchemaVersion]; ok {
 		v := f.int64(attrSchemaVersion)
 		if v < 1 || v > schemaVersion {
-			d.err = errNewerSchema
+			d.err = errUnknownSchema
 		}
 		d.version = int(v)
 	}
@@ -162,15 +158,15 @@ func (f fields) fail(name, want string) {
 	}
 }
 
-// absent reports whether the attribute av is absent or NULL, and fails it
-// (as want) when it is neither.
-func (f fields) absent(av types.AttributeValue, name, want string) bool {
+// absent is a getter's end when the attribute av is not of the type it
+// wants: no error when av is absent or NULL (the zero value), else a
+// failure of the attribute.
+func (f fields) absent(av types.AttributeValue, name, want string) {
 	switch av.(type) {
 	case nil, *types.AttributeValueMemberNULL:
-		return true
+		return
 	}
 	f.fail(name, want)
-	return false
 }
 
 func (f fields) str(name string) string {

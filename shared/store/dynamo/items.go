@@ -38,7 +38,8 @@ func (k key) attrs() map[string]types.AttributeValue {
 
 // with returns a new item: the attributes under the key.
 func (k key) with(attrs map[string]types.AttributeValue) map[string]types.AttributeValue {
-	item := k.attrs()
+	item := make(map[string]types.AttributeValue, len(attrs)+2)
+	item[attrPK], item[attrSK] = str(k.pk), str(k.sk)
 	maps.Copy(item, attrs)
 	return item
 }
