@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -14,11 +15,7 @@ import (
 // when it exists. The item carries ttl, its expiry, for DynamoDB's TTL to
 // purge it some time after.
 func (s *Store) CreateAlert(ctx context.Context, a *sshdeck.Alert) error {
-	attrs, err := marshal(a)
-	if err != nil {
-		return wrap("create alert", err)
-	}
-	item := alertKey(a.ID).with(attrs)
+	item := alertKey(a.ID).with(alertAttrs(a))
 	if ttl, ok := expiryTTL(a.ExpiresAt); ok {
 		item[attrTTL] = ttl
 	}
@@ -36,7 +33,7 @@ func (s *Store) CreateAlert(ctx context.Context, a *sshdeck.Alert) error {
 // strings without trailing zeros, whose byte order is not time order (and a
 // filter saves no read units).
 func (s *Store) Alerts(ctx context.Context, now time.Time) ([]*sshdeck.Alert, error) {
-	all, err := query[sshdeck.Alert](ctx, s, prefixQuery(alertsPK, alertSKPrefix))
+	all, err := query(ctx, s, prefixQuery(alertsPK, alertSKPrefix), decodeAlert)
 	if err != nil {
 		return nil, wrap("alerts", err)
 	}
@@ -69,15 +66,11 @@ func (s *Store) DeleteAlert(ctx context.Context, id string) error {
 // user's earlier one of the alert: one PutItem. ttl is its Until, after
 // which it hides nothing.
 func (s *Store) DismissAlert(ctx context.Context, d *sshdeck.Dismissal) error {
-	attrs, err := marshal(d)
-	if err != nil {
-		return wrap("dismiss alert", err)
-	}
-	item := dismissalKey(d.UserID, d.AlertID).with(attrs)
+	item := dismissalKey(d.UserID, d.AlertID).with(dismissalAttrs(d))
 	if ttl, ok := expiryTTL(d.Until); ok {
 		item[attrTTL] = ttl
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
 	return wrap("dismiss alert", err)
 }
 
@@ -85,7 +78,7 @@ func (s *Store) DismissAlert(ctx context.Context, d *sshdeck.Dismissal) error {
 // alert id: a consistent Query of the DISMISSED# sort keys of the user's
 // partition (every page); those past Until are dropped here, as in Alerts.
 func (s *Store) Dismissals(ctx context.Context, userID string, now time.Time) ([]*sshdeck.Dismissal, error) {
-	all, err := query[sshdeck.Dismissal](ctx, s, prefixQuery(userKey(userID).pk, dismissalSKPrefix))
+	all, err := query(ctx, s, prefixQuery(userKey(userID).pk, dismissalSKPrefix), decodeDismissal)
 	if err != nil {
 		return nil, wrap("dismissals", err)
 	}
@@ -96,4 +89,52 @@ func (s *Store) Dismissals(ctx context.Context, userID string, now time.Time) ([
 		}
 	}
 	return live, nil
+}
+
+// alertAttrs is an alert as stored (CreateAlert adds ttl): id, title,
+// message, priority, type, actionUrl, actionText (S), expiresAt and
+// createdAt (S, stamps; a remote alert has no createdAt).
+func alertAttrs(a *sshdeck.Alert) map[string]types.AttributeValue {
+	m := newAttrs(10)
+	m["id"] = str(a.ID)
+	m["title"] = str(a.Title)
+	m["message"] = str(a.Message)
+	putTime(m, "expiresAt", a.ExpiresAt)
+	m["priority"] = str(string(a.Priority))
+	m["type"] = str(string(a.Type))
+	m["actionUrl"] = str(a.ActionURL)
+	m["actionText"] = str(a.ActionText)
+	putTime(m, "createdAt", a.CreatedAt)
+	return m
+}
+
+// decodeAlert reads the item of alertAttrs, of any schema version: they
+// are the same in 1 and 2.
+func decodeAlert(item map[string]types.AttributeValue) (*sshdeck.Alert, error) {
+	f, d := decode(item)
+	a := &sshdeck.Alert{
+		ID: f.str("id"), Title: f.str("title"), Message: f.str("message"), ExpiresAt: f.time("expiresAt"),
+		Priority: sshdeck.Priority(f.str("priority")), Type: sshdeck.AlertType(f.str("type")),
+		ActionURL: f.str("actionUrl"), ActionText: f.str("actionText"), CreatedAt: f.time("createdAt"),
+	}
+	return decoded(a, d, "alert")
+}
+
+// dismissalAttrs is a dismissal as stored (DismissAlert adds ttl): userId,
+// alertId (S), at and until (S, stamps).
+func dismissalAttrs(x *sshdeck.Dismissal) map[string]types.AttributeValue {
+	a := newAttrs(5)
+	a["userId"] = str(x.UserID)
+	a["alertId"] = str(x.AlertID)
+	putTime(a, "at", x.At)
+	putTime(a, "until", x.Until)
+	return a
+}
+
+// decodeDismissal reads the item of dismissalAttrs, of any schema version:
+// they are the same in 1 and 2.
+func decodeDismissal(item map[string]types.AttributeValue) (*sshdeck.Dismissal, error) {
+	f, d := decode(item)
+	x := &sshdeck.Dismissal{UserID: f.str("userId"), AlertID: f.str("alertId"), At: f.time("at"), Until: f.time("until")}
+	return decoded(x, d, "dismissal")
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -15,15 +16,11 @@ func (s *Store) PutCacheEntry(ctx context.Context, e *sshdeck.CacheEntry) error 
 	if len(e.Value) > sshdeck.MaxCacheValue {
 		return sshdeck.Errorf(sshdeck.TooLarge, "cache value of %d bytes is over %d", len(e.Value), sshdeck.MaxCacheValue)
 	}
-	attrs, err := marshal(e)
-	if err != nil {
-		return wrap("put cache entry", err)
-	}
-	item := cacheKey(e.Key).with(attrs)
+	item := cacheKey(e.Key).with(cacheAttrs(e))
 	if ttl, ok := expiryTTL(e.KeepUntil); ok {
 		item[attrTTL] = ttl
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
 	return wrap("put cache entry", err)
 }
 
@@ -38,14 +35,33 @@ func (s *Store) CacheEntry(ctx context.Context, key string, now time.Time) (*ssh
 	if err != nil {
 		return nil, wrap("cache entry", err)
 	}
-	var e sshdeck.CacheEntry
+	var e *sshdeck.CacheEntry
 	if out.Item != nil {
-		if err := unmarshal(out.Item, &e); err != nil {
+		if e, err = decodeCacheEntry(out.Item); err != nil {
 			return nil, wrap("cache entry", err)
 		}
 	}
-	if out.Item == nil || !now.Before(e.KeepUntil) {
+	if e == nil || !now.Before(e.KeepUntil) {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "no cache entry %q", key)
 	}
-	return &e, nil
+	return e, nil
+}
+
+// cacheAttrs is a cache entry as stored (PutCacheEntry adds ttl): key (S),
+// value (B, absent when empty), storedAt and keepUntil (S, stamps).
+func cacheAttrs(e *sshdeck.CacheEntry) map[string]types.AttributeValue {
+	a := newAttrs(5)
+	a["key"] = str(e.Key)
+	putBytes(a, "value", e.Value)
+	putTime(a, "storedAt", e.StoredAt)
+	putTime(a, "keepUntil", e.KeepUntil)
+	return a
+}
+
+// decodeCacheEntry reads the item of cacheAttrs, of either schema version:
+// 1 wrote an empty value as NULL, which fields reads as absent.
+func decodeCacheEntry(item map[string]types.AttributeValue) (*sshdeck.CacheEntry, error) {
+	f, d := decode(item)
+	e := &sshdeck.CacheEntry{Key: f.str("key"), Value: f.bytes("value"), StoredAt: f.time("storedAt"), KeepUntil: f.time("keepUntil")}
+	return decoded(e, d, "cache entry")
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Attributes of sshdeck.FileEntry that the writes of entries name.
+// Attributes of a file-manager entry that its writes and trimRecent name.
 const (
 	attrCreatedAt  = "createdAt"
 	attrLastOpened = "lastOpened"
@@ -46,11 +46,7 @@ func (s *Store) PutRecentFile(ctx context.Context, e *sshdeck.FileEntry, keep in
 	if err != nil {
 		return wrap("put recent file", err)
 	}
-	attrs, err := marshal(e)
-	if err != nil {
-		return wrap("put recent file", err)
-	}
-	update := replaceKeepingCreated(attrs)
+	update := replaceKeepingCreated(fileAttrs(e))
 	update.TableName, update.Key = &s.table, k.attrs()
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
@@ -123,8 +119,18 @@ func removeAbsent(attrs map[string]types.AttributeValue, names map[string]string
 // fileRow is a recent entry as trimRecent reads it: its sort key, to delete
 // it, and the attributes the order of Files needs.
 type fileRow struct {
-	SK string `json:"sk"`
+	sk string
 	sshdeck.FileEntry
+}
+
+// decodeFileRow reads an entry projected on sk, path and lastOpened, whose
+// layout is the same in every schema version (the projection leaves sv
+// out).
+func decodeFileRow(item map[string]types.AttributeValue) (*fileRow, error) {
+	f, d := decode(item)
+	r := &fileRow{sk: f.str(attrSK)}
+	r.Path, r.LastOpened = f.str(attrPath), f.time(attrLastOpened)
+	return decoded(r, d, "file-manager entry")
 }
 
 // trimRecent deletes the host's recent entries beyond the first keep in the
@@ -144,7 +150,7 @@ func (s *Store) trimRecent(ctx context.Context, owner string, id int64, keep int
 	in.ProjectionExpression = aws.String("#sk, #path, #lastOpened")
 	in.ExpressionAttributeNames["#path"] = attrPath
 	in.ExpressionAttributeNames["#lastOpened"] = attrLastOpened
-	rows, err := query[fileRow](ctx, s, in)
+	rows, err := query(ctx, s, in, decodeFileRow)
 	keep = max(keep, 0)
 	if err != nil || len(rows) <= keep {
 		return err
@@ -153,7 +159,7 @@ func (s *Store) trimRecent(ctx context.Context, owner string, id int64, keep int
 	sks := make(map[*sshdeck.FileEntry]string, len(rows))
 	for i, r := range rows {
 		es[i] = &r.FileEntry
-		sks[es[i]] = r.SK
+		sks[es[i]] = r.sk
 	}
 	sshdeck.SortFiles(es, sshdeck.RecentFile)
 	keys := make([]key, 0, len(es)-keep)
@@ -198,14 +204,10 @@ func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, limit int
 		}
 		return false, sshdeck.Errorf(sshdeck.Conflict, "host %d has %d shortcuts, the most it may have; delete one first", e.HostID, limit)
 	}
-	attrs, err := marshal(e)
-	if err != nil {
-		return false, wrap("add shortcut", err)
-	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
 			{ConditionCheck: s.hostCheck(e.Owner, e.HostID)},
-			{Put: s.putNew(k.with(attrs))},
+			{Put: s.putNew(k.with(fileAttrs(e)))},
 		},
 	})
 	switch failedItem(err) {
@@ -228,7 +230,7 @@ func (s *Store) Files(ctx context.Context, owner string, hostID int64, kind sshd
 	if err != nil {
 		return nil, wrap("files", err)
 	}
-	es, err := query[sshdeck.FileEntry](ctx, s, prefixQuery(ownerPK(owner), prefix))
+	es, err := query(ctx, s, prefixQuery(ownerPK(owner), prefix), decodeFile)
 	if err != nil {
 		return nil, wrap("files", err)
 	}
@@ -261,13 +263,39 @@ func (s *Store) DeleteFile(ctx context.Context, owner string, hostID int64, kind
 func (s *Store) deleteFiles(ctx context.Context, owner string, id int64) error {
 	in := prefixQuery(ownerPK(owner), fileHostPrefix(id))
 	in.ProjectionExpression = aws.String("#pk, #sk")
-	rows, err := query[keyRow](ctx, s, in)
+	keys, err := query(ctx, s, in, itemKey)
 	if err != nil {
 		return err
 	}
-	keys := make([]key, len(rows))
-	for i, r := range rows {
-		keys[i] = key{r.PK, r.SK}
-	}
 	return s.deleteAll(ctx, keys)
+}
+
+// fileAttrs is a file-manager entry as stored (either kind): owner, kind,
+// path, name, sshSessionId (S), hostId (N), isSSH (BOOL), createdAt and
+// lastOpened (S, stamps; a shortcut has no lastOpened). The sort key holds
+// a hash of the path, so the path is an attribute.
+func fileAttrs(e *sshdeck.FileEntry) map[string]types.AttributeValue {
+	a := newAttrs(9)
+	a["owner"] = str(e.Owner)
+	a["hostId"] = num(e.HostID)
+	a["kind"] = str(string(e.Kind))
+	a[attrPath] = str(e.Path)
+	a["name"] = str(e.Name)
+	a["isSSH"] = boolean(e.IsSSH)
+	a["sshSessionId"] = str(e.SSHSessionID)
+	putTime(a, attrCreatedAt, e.CreatedAt)
+	putTime(a, attrLastOpened, e.LastOpened)
+	return a
+}
+
+// decodeFile reads the item of fileAttrs, of any schema version: they are
+// the same in 1 and 2.
+func decodeFile(item map[string]types.AttributeValue) (*sshdeck.FileEntry, error) {
+	f, d := decode(item)
+	e := &sshdeck.FileEntry{
+		Owner: f.str("owner"), HostID: f.int64("hostId"), Kind: sshdeck.FileKind(f.str("kind")),
+		Path: f.str(attrPath), Name: f.str("name"), IsSSH: f.bool("isSSH"), SSHSessionID: f.str("sshSessionId"),
+		CreatedAt: f.time(attrCreatedAt), LastOpened: f.time(attrLastOpened),
+	}
+	return decoded(e, d, "file-manager entry")
 }

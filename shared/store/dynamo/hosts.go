@@ -13,8 +13,13 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
+// attrSeq is the attribute of the owner's host-id counter, its one item of
+// kind SEQ#HOST: n (N), the last id handed out (none before the first).
+const attrSeq = "n"
+
 // NextHostID adds one to the owner's counter (ADD creates it at 1) and
-// returns the new value: one UpdateItem.
+// returns the new value: one UpdateItem. The counter's layout is n alone in
+// every schema version, so the update sets sv to the store's.
 func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	if owner == "" {
 		return 0, errors.New("dynamo: next host id: owner is required")
@@ -22,19 +27,23 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       hostSeqKey(owner).attrs(),
-		UpdateExpression:          aws.String("ADD #n :one"),
-		ExpressionAttributeNames:  map[string]string{"#n": attrSeq},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+		UpdateExpression:          aws.String("SET #sv = :sv ADD #n :one"),
+		ExpressionAttributeNames:  map[string]string{"#n": attrSeq, "#sv": attrSchemaVersion},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":sv": num(schemaVersion)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
 	if err != nil {
 		return 0, wrap("next host id", err)
 	}
-	var seq hostSeq
-	if err := unmarshal(out.Attributes, &seq); err != nil {
-		return 0, wrap("next host id", err)
-	}
-	return seq.Last, nil
+	n, err := decodeSeq(out.Attributes)
+	return n, wrap("next host id", err)
+}
+
+// decodeSeq reads the counter's n: 0 for no counter (a nil item).
+func decodeSeq(item map[string]types.AttributeValue) (int64, error) {
+	f, d := decode(item)
+	n := f.int64(attrSeq)
+	return n, d.done("host-id counter")
 }
 
 // CreateHost stores h only if its id is free: Conflict when it exists.
@@ -51,26 +60,26 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
 	if err := h.CheckNew(); err != nil {
 		return fmt.Errorf("dynamo: create host: %w", err)
 	}
-	attrs, err := marshal(h)
+	item := hostKey(h.Owner, h.ID).with(hostAttrs(h))
+	seq, err := s.getItem(ctx, hostSeqKey(h.Owner))
 	if err != nil {
 		return wrap("create host", err)
 	}
-	item := hostKey(h.Owner, h.ID).with(attrs)
-	var seq hostSeq
-	if _, err := s.get(ctx, hostSeqKey(h.Owner), &seq); err != nil {
+	last, err := decodeSeq(seq)
+	if err != nil {
 		return wrap("create host", err)
 	}
-	if h.ID > seq.Last {
+	if h.ID > last {
 		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: []types.TransactWriteItem{
 				{Put: s.putNew(item)},
 				{Update: &types.Update{
 					TableName:                 &s.table,
 					Key:                       hostSeqKey(h.Owner).attrs(),
-					UpdateExpression:          aws.String("SET #n = :id"),
+					UpdateExpression:          aws.String("SET #n = :id, #sv = :sv"),
 					ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :id"),
-					ExpressionAttributeNames:  map[string]string{"#n": attrSeq},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":id": num(h.ID)},
+					ExpressionAttributeNames:  map[string]string{"#n": attrSeq, "#sv": attrSchemaVersion},
+					ExpressionAttributeValues: map[string]types.AttributeValue{":id": num(h.ID), ":sv": num(schemaVersion)},
 				}},
 			},
 		})
@@ -93,15 +102,15 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
 
 // Host returns the owner's host: one consistent GetItem.
 func (s *Store) Host(ctx context.Context, owner string, id int64) (*sshdeck.Host, error) {
-	var h sshdeck.Host
-	found, err := s.get(ctx, hostKey(owner, id), &h)
+	item, err := s.getItem(ctx, hostKey(owner, id))
 	if err != nil {
 		return nil, wrap("host", err)
 	}
-	if !found {
+	if item == nil {
 		return nil, hostNotFound(id)
 	}
-	return &h, nil
+	h, err := decodeHost(item)
+	return h, wrap("host", err)
 }
 
 // Hosts returns the owner's hosts with an id above after, ordered by id,
@@ -109,7 +118,7 @@ func (s *Store) Host(ctx context.Context, owner string, id int64) (*sshdeck.Host
 // of the owner's partition from after's next id, which leaves out the
 // counter and any other kind of item there.
 func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int) ([]*sshdeck.Host, error) {
-	hosts, err := queryLimit[sshdeck.Host](ctx, s, &dynamodb.QueryInput{
+	hosts, err := queryLimit(ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#sk": attrSK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -118,7 +127,7 @@ func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int)
 			":to":   str(hostKey(owner, math.MaxInt64).sk),
 		},
 		ConsistentRead: aws.Bool(true),
-	}, limit)
+	}, limit, decodeHost)
 	if err != nil {
 		return nil, wrap("hosts", err)
 	}
@@ -126,16 +135,14 @@ func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int)
 }
 
 // UpdateHost puts h over the stored host if the stored version is
-// h.Version-1: one PutItem, plus a GetItem when it is refused.
+// h.Version-1: one PutItem, plus a GetItem when it is refused. The put
+// writes the whole item: a host of schema 1 is of the store's version after
+// it.
 func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
-	attrs, err := marshal(h)
-	if err != nil {
-		return wrap("update host", err)
-	}
 	prev := h.Version - 1
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 &s.table,
-		Item:                      hostKey(h.Owner, h.ID).with(attrs),
+		Item:                      hostKey(h.Owner, h.ID).with(hostAttrs(h)),
 		ConditionExpression:       aws.String("#version = :prev"),
 		ExpressionAttributeNames:  map[string]string{"#version": attrVersion},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prev": num(prev)},

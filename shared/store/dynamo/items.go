@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -16,7 +14,8 @@ import (
 )
 
 // Attribute names of the table's keys, of its one index and of the items'
-// TTL. Records' own attributes are named by their json tags.
+// TTL. The other attributes are each kind's, named where the kind is
+// written and read (see attrs.go).
 const (
 	attrPK     = schema.PartitionKey
 	attrSK     = schema.SortKey
@@ -24,9 +23,6 @@ const (
 	attrGSI1SK = schema.IndexSortKey
 	attrTTL    = schema.TTL
 	indexGSI1  = schema.Index
-
-	// attrVersion is sshdeck.Host's version, the guard of its writes.
-	attrVersion = "version"
 )
 
 // key is an item's primary key. Partitions are named KIND#value (but for
@@ -42,7 +38,8 @@ func (k key) attrs() map[string]types.AttributeValue {
 
 // with returns a new item: the attributes under the key.
 func (k key) with(attrs map[string]types.AttributeValue) map[string]types.AttributeValue {
-	item := k.attrs()
+	item := make(map[string]types.AttributeValue, len(attrs)+2)
+	item[attrPK], item[attrSK] = str(k.pk), str(k.sk)
 	maps.Copy(item, attrs)
 	return item
 }
@@ -74,15 +71,6 @@ func hostKey(owner string, id int64) key {
 // hostSeqKey is the owner's host-id counter. It sorts after HOST# and does
 // not start with it.
 func hostSeqKey(owner string) key { return key{ownerPK(owner), "SEQ#HOST"} }
-
-// hostSeq is the counter item's record: the last id handed out, 0 before the
-// first.
-type hostSeq struct {
-	Last int64 `json:"n"`
-}
-
-// attrSeq is hostSeq.Last's attribute, for update expressions.
-const attrSeq = "n"
 
 // fileHostPrefix starts the sort key of every file-manager entry of a host,
 // both kinds: what DeleteHost deletes with it. The id is padded as in
@@ -165,10 +153,11 @@ func expiryTTL(t time.Time) (types.AttributeValue, bool) {
 	return num(t.Unix()), true
 }
 
-// keyRow decodes the key of an item read with a projection of pk and sk.
-type keyRow struct {
-	PK string `json:"pk"`
-	SK string `json:"sk"`
+// itemKey reads the key of an item (read with a projection of pk and sk).
+func itemKey(item map[string]types.AttributeValue) (key, error) {
+	f, d := decode(item)
+	k := key{f.str(attrPK), f.str(attrSK)}
+	return k, d.done("key")
 }
 
 // tokenGSI1SKPrefix starts the gsi1 sort key of tokens, which share the
@@ -202,81 +191,4 @@ func tokenTTL(expires time.Time) (types.AttributeValue, bool) {
 		return nil, false
 	}
 	return num(expires.Add(tokenRetention).Unix()), true
-}
-
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-// marshal encodes a record as native attributes named by its json tags:
-// []byte as Binary, numbers as Number, times as UTC RFC 3339 strings. Empty
-// lists and maps are left out (see omitEmpty).
-func marshal(v any) (map[string]types.AttributeValue, error) {
-	item, err := attributevalue.MarshalMapWithOptions(v, func(o *attributevalue.EncoderOptions) {
-		o.TagKey = "json"
-		o.EncodeTime = encodeTime
-	})
-	if err != nil {
-		return nil, err
-	}
-	omitEmpty(item)
-	return item, nil
-}
-
-// omitEmpty deletes the empty lists, maps and binaries of an item, nested
-// ones too: a host's tags [] come back as nil, which the store contract
-// allows (the service renders both as []), and so does a sealed credential
-// []byte{}, which means no credential as nil does. They cost bytes for
-// nothing, and minidyn, the emulator the tests run on, answers an empty
-// list or map in a way the SDK decodes as another attribute's value, and
-// refuses an empty binary.
-func omitEmpty(m map[string]types.AttributeValue) {
-	for name, av := range m {
-		switch v := av.(type) {
-		case *types.AttributeValueMemberB:
-			if len(v.Value) == 0 {
-				delete(m, name)
-			}
-		case *types.AttributeValueMemberL:
-			if len(v.Value) == 0 {
-				delete(m, name)
-			}
-			for _, e := range v.Value {
-				if inner, ok := e.(*types.AttributeValueMemberM); ok {
-					omitEmpty(inner.Value)
-				}
-			}
-		case *types.AttributeValueMemberM:
-			omitEmpty(v.Value)
-			if len(v.Value) == 0 {
-				delete(m, name)
-			}
-		}
-	}
-}
-
-// encodeTime leaves a zero time out of the item (a struct field encoded as
-// no value is left out), as the records' omitzero tags mean, which
-// attributevalue ignores: a token that never expires has no expiresAt, and
-// an unrevoked one no revokedAt, which RevokeToken's if_not_exists relies on.
-func encodeTime(t time.Time) (types.AttributeValue, error) {
-	if t.IsZero() {
-		return nil, nil
-	}
-	return str(t.UTC().Format(time.RFC3339Nano)), nil
-}
-
-// unmarshal decodes an item into a record; the key attributes are ignored.
-// Its error names the record's type only: a decoder's message may quote an
-// attribute's value.
-func unmarshal(item map[string]types.AttributeValue, v any) error {
-	err := attributevalue.UnmarshalMapWithOptions(item, v, func(o *attributevalue.DecoderOptions) {
-		o.TagKey = "json"
-	})
-	if err != nil {
-		return fmt.Errorf("an item does not decode as %T", v)
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,31 +78,31 @@ func (s *Store) Ping(ctx context.Context) error {
 	return wrap("ping", err)
 }
 
-// get reads the item at k with a strongly consistent read into v and reports
-// whether there was one.
-func (s *Store) get(ctx context.Context, k key, v any) (bool, error) {
+// getItem reads the item at k with a strongly consistent read: nil when
+// there is none.
+func (s *Store) getItem(ctx context.Context, k key) (map[string]types.AttributeValue, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
 		Key:            k.attrs(),
 		ConsistentRead: aws.Bool(true),
 	})
-	if err != nil || out.Item == nil {
-		return false, err
+	if err != nil {
+		return nil, err
 	}
-	return true, unmarshal(out.Item, v)
+	return out.Item, nil
 }
 
 // query runs in, page after page (following LastEvaluatedKey), and decodes
-// every item into a T.
-func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]*T, error) {
-	return queryLimit[T](ctx, s, in, 0)
+// every item with decode.
+func query[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
+	return queryLimit(ctx, s, in, 0, decode)
 }
 
 // queryLimit is query stopping at limit items (0: all). DynamoDB's Limit
 // counts the items a page reads, so each page asks for what is left.
-func queryLimit[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, limit int) ([]*T, error) {
+func queryLimit[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
 	in.TableName = &s.table
-	out := []*T{}
+	out := []T{}
 	for {
 		in.Limit = nil
 		if want := int32(limit - len(out)); limit > 0 && (s.pageSize == 0 || want < s.pageSize) {
@@ -113,9 +114,10 @@ func queryLimit[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, l
 		if err != nil {
 			return nil, err
 		}
+		out = slices.Grow(out, len(page.Items))
 		for _, item := range page.Items {
-			v := new(T)
-			if err := unmarshal(item, v); err != nil {
+			v, err := decode(item)
+			if err != nil {
 				return nil, err
 			}
 			out = append(out, v)

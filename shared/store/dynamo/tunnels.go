@@ -15,58 +15,11 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Attributes of a tunnel item that the writes and conditions name.
-const (
-	attrGeneration = "generation"
-	attrRun        = "run"
-	attrStatus     = "status"
-	attrSealed     = "sealed"
-	attrUpdatedAt  = "updatedAt"
-	// attrLease is sshdeck.Tunnel's lease as marshal encodes it: never
-	// stored, as the lease is the two attributes below.
-	attrLease       = "lease"
-	attrLeaseHolder = "leaseHolder"
-	attrLeaseUntil  = "leaseUntil"
-)
-
 // freeHolder is the leaseHolder of a released lease. A release sets it
 // rather than REMOVE the lease: minidyn, which the tests run on, ignores
 // REMOVE, and conditions treat it as an absent holder (a tunnel never
 // leased).
 const freeHolder = ""
-
-// tunnelItem is a tunnel as stored. The lease is not the record's map but
-// two attributes of their own, leaseHolder and leaseUntil (sortableTime),
-// that only the lease methods write: PutTunnel leaves them alone, and the
-// lease's conditions compare plain values, the time as fixed-width text.
-type tunnelItem struct {
-	sshdeck.Tunnel
-	LeaseHolder string `json:"leaseHolder"`
-	LeaseUntil  string `json:"leaseUntil"`
-}
-
-// tunnel returns the record with its lease.
-func (it *tunnelItem) tunnel() (*sshdeck.Tunnel, error) {
-	t := it.Tunnel
-	t.Lease = sshdeck.TunnelLease{Holder: it.LeaseHolder}
-	if it.LeaseUntil != "" {
-		until, err := time.Parse(sortableTimeLayout, it.LeaseUntil)
-		if err != nil {
-			return nil, errors.New("an item's leaseUntil does not decode")
-		}
-		t.Lease.Until = until
-	}
-	return &t, nil
-}
-
-// decodeTunnel decodes a whole tunnel item.
-func decodeTunnel(item map[string]types.AttributeValue) (*sshdeck.Tunnel, error) {
-	var it tunnelItem
-	if err := unmarshal(item, &it); err != nil {
-		return nil, err
-	}
-	return it.tunnel()
-}
 
 // PutTunnel writes t over the tunnel at the generation before t's (none for
 // generation 1), leaving the lease as stored: one UpdateItem that SETs
@@ -78,12 +31,10 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 	if t.Owner == "" || t.Name == "" {
 		return errors.New("dynamo: put tunnel: owner and name are required")
 	}
-	attrs, err := marshal(t)
-	if err != nil {
-		return wrap("put tunnel", err)
-	}
-	delete(attrs, attrLease)
-	update := replacing(attrs, nil, attrSealed, attrCreatedAt, attrUpdatedAt)
+	// tunnelAttrs are every attribute but the lease's, sv included: after
+	// the update a tunnel of schema 1 is of the store's version, the lease's
+	// attributes being the same in both.
+	update := replacing(tunnelAttrs(t), nil, attrSealed, attrCreatedAt, attrUpdatedAt)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       tunnelKey(t.Owner, t.Name).attrs(),
@@ -99,7 +50,7 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 		in.ExpressionAttributeNames["#generation"] = attrGeneration
 		in.ExpressionAttributeValues[":prev"] = num(t.Generation - 1)
 	}
-	_, err = s.client.UpdateItem(ctx, in)
+	_, err := s.client.UpdateItem(ctx, in)
 	if conditionFailed(err) {
 		return tunnelConflict(t.Name, t.Generation)
 	}
@@ -108,15 +59,14 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 
 // Tunnel returns the owner's tunnel: one consistent GetItem.
 func (s *Store) Tunnel(ctx context.Context, owner, name string) (*sshdeck.Tunnel, error) {
-	var it tunnelItem
-	found, err := s.get(ctx, tunnelKey(owner, name), &it)
+	item, err := s.getItem(ctx, tunnelKey(owner, name))
 	if err != nil {
 		return nil, wrap("tunnel", err)
 	}
-	if !found {
+	if item == nil {
 		return nil, tunnelNotFound(name)
 	}
-	t, err := it.tunnel()
+	t, err := decodeTunnel(item)
 	return t, wrap("tunnel", err)
 }
 
@@ -157,17 +107,7 @@ func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) 
 }
 
 func (s *Store) queryTunnels(ctx context.Context, in *dynamodb.QueryInput) ([]*sshdeck.Tunnel, error) {
-	items, err := query[tunnelItem](ctx, s, in)
-	if err != nil {
-		return nil, err
-	}
-	tunnels := make([]*sshdeck.Tunnel, len(items))
-	for i, it := range items {
-		if tunnels[i], err = it.tunnel(); err != nil {
-			return nil, err
-		}
-	}
-	return tunnels, nil
+	return query(ctx, s, in, decodeTunnel)
 }
 
 // SetTunnelStatus replaces the status of the tunnel at generation gen whose
@@ -176,11 +116,9 @@ func (s *Store) queryTunnels(ctx context.Context, in *dynamodb.QueryInput) ([]*s
 // a free lease). The item a failed condition returns (ALL_OLD) tells
 // NotFound from Conflict without another call.
 func (s *Store) SetTunnelStatus(ctx context.Context, owner, name string, gen int64, holder string, st *sshdeck.TunnelStatus) error {
-	status, err := marshal(st)
-	if err != nil {
-		return wrap("set tunnel status", err)
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// status alone, whose layout is the same in every schema version: sv
+	// stays as it was.
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           &s.table,
 		Key:                 tunnelKey(owner, name).attrs(),
 		UpdateExpression:    aws.String("SET #status = :status"),
@@ -189,7 +127,7 @@ func (s *Store) SetTunnelStatus(ctx context.Context, owner, name string, gen int
 			"#pk": attrPK, "#status": attrStatus, "#generation": attrGeneration, "#holder": attrLeaseHolder,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":status": &types.AttributeValueMemberM{Value: status}, ":gen": num(gen),
+			":status": &types.AttributeValueMemberM{Value: statusAttrs(st)}, ":gen": num(gen),
 			":holder": str(holder), ":free": str(freeHolder),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -265,15 +203,15 @@ func (s *Store) ReleaseTunnelLease(ctx context.Context, owner, name, holder stri
 
 // KnownHost returns the owner's key at addr: one consistent GetItem.
 func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.KnownHost, error) {
-	var k sshdeck.KnownHost
-	found, err := s.get(ctx, knownHostKey(owner, addr), &k)
+	item, err := s.getItem(ctx, knownHostKey(owner, addr))
 	if err != nil {
 		return nil, wrap("known host", err)
 	}
-	if !found {
+	if item == nil {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "no known host key at %s", addr)
 	}
-	return &k, nil
+	k, err := decodeKnownHost(item)
+	return k, wrap("known host", err)
 }
 
 // AddKnownHost puts k only if the owner has no key at its address: one
@@ -282,11 +220,7 @@ func (s *Store) AddKnownHost(ctx context.Context, k *sshdeck.KnownHost) error {
 	if k.Owner == "" || k.Addr == "" {
 		return errors.New("dynamo: add known host: owner and address are required")
 	}
-	attrs, err := marshal(k)
-	if err != nil {
-		return wrap("add known host", err)
-	}
-	exists, err := s.putIfAbsent(ctx, knownHostKey(k.Owner, k.Addr).with(attrs))
+	exists, err := s.putIfAbsent(ctx, knownHostKey(k.Owner, k.Addr).with(knownHostAttrs(k)))
 	if exists {
 		return sshdeck.Errorf(sshdeck.Conflict, "a host key at %s is known already", k.Addr)
 	}

@@ -72,7 +72,7 @@ func TestPutTunnelRequest(t *testing.T) {
 		t.Errorf("update of a tunnel without credentials: %s, %v; want it to REMOVE sealed", expr, in.ExpressionAttributeNames)
 	}
 	names := slices.Sorted(maps.Values(in.ExpressionAttributeNames))
-	if got := strings.Join(names, " "); got != "createdAt generation generation name owner run sealed spec status updatedAt" {
+	if got := strings.Join(names, " "); got != "createdAt generation generation name owner run sealed spec status sv updatedAt" {
 		t.Errorf("attributes PutTunnel names: %s", got)
 	}
 }

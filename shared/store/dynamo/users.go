@@ -19,12 +19,9 @@ func (s *Store) CreateUser(ctx context.Context, u *sshdeck.User) error {
 	if u.ID == "" || u.Name == "" {
 		return errors.New("dynamo: create user: id and name are required")
 	}
-	attrs, err := marshal(u)
-	if err != nil {
-		return wrap("create user", err)
-	}
+	attrs := userAttrs(u)
 	// The name first: when both exist, the taken name is the better answer.
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
 			{Put: s.putNew(userNameKey(u.Name).with(attrs))},
 			{Put: s.putNew(userKey(u.ID).with(attrs))},
@@ -41,46 +38,65 @@ func (s *Store) CreateUser(ctx context.Context, u *sshdeck.User) error {
 
 // User returns the user with the id (one consistent GetItem).
 func (s *Store) User(ctx context.Context, id string) (*sshdeck.User, error) {
-	var u sshdeck.User
-	found, err := s.get(ctx, userKey(id), &u)
+	item, err := s.getItem(ctx, userKey(id))
 	if err != nil {
 		return nil, wrap("user", err)
 	}
-	if !found {
+	if item == nil {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "user %q not found", id)
 	}
-	return &u, nil
+	u, err := decodeUser(item)
+	return u, wrap("user", err)
 }
 
 // UserByName returns the user with the name (one consistent GetItem of the
 // copy at the name).
 func (s *Store) UserByName(ctx context.Context, name string) (*sshdeck.User, error) {
-	var u sshdeck.User
-	found := false
+	var item map[string]types.AttributeValue
 	// A key attribute cannot be empty: no user has the empty name.
 	if name != "" {
 		var err error
-		if found, err = s.get(ctx, userNameKey(name), &u); err != nil {
+		if item, err = s.getItem(ctx, userNameKey(name)); err != nil {
 			return nil, wrap("user by name", err)
 		}
 	}
-	if !found {
+	if item == nil {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "user %q not found", name)
 	}
-	return &u, nil
+	u, err := decodeUser(item)
+	return u, wrap("user by name", err)
 }
 
 // Users returns every user ordered by name: the USERNAMES partition in sort
 // key order, read consistently.
 func (s *Store) Users(ctx context.Context) ([]*sshdeck.User, error) {
-	users, err := query[sshdeck.User](ctx, s, &dynamodb.QueryInput{
+	users, err := query(ctx, s, &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(usersPK)},
 		ConsistentRead:            aws.Bool(true),
-	})
+	}, decodeUser)
 	if err != nil {
 		return nil, wrap("users", err)
 	}
 	return users, nil
+}
+
+// userAttrs is a user as stored, the same at its id and at its name: id
+// (S), name (S), admin (BOOL), createdAt (S, a stamp).
+func userAttrs(u *sshdeck.User) map[string]types.AttributeValue {
+	a := newAttrs(4)
+	a["id"] = str(u.ID)
+	a["name"] = str(u.Name)
+	a["admin"] = boolean(u.Admin)
+	putTime(a, "createdAt", u.CreatedAt)
+	return a
+}
+
+// decodeUser reads the item of userAttrs, of any schema version: they are
+// the same in 1 and 2.
+func decodeUser(item map[string]types.AttributeValue) (*sshdeck.User, error) {
+	f, d := decode(item)
+	u := &sshdeck.User{ID: f.str("id"), Name: f.str("name"), Admin: f.bool("admin"), CreatedAt: f.time("createdAt")}
+	return decoded(u, d, "user")
 }

@@ -1,0 +1,185 @@
+package dynamo
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Attributes of a tunnel item that the writes and conditions name.
+const (
+	attrGeneration = "generation"
+	attrRun        = "run"
+	attrStatus     = "status"
+	attrSealed     = "sealed"
+	attrUpdatedAt  = "updatedAt"
+	// The lease is not a map of the item but these two attributes, which
+	// only the lease methods write: PutTunnel leaves them alone, and the
+	// lease's conditions compare plain values, the time as fixed-width text
+	// (sortableTime).
+	attrLeaseHolder = "leaseHolder"
+	attrLeaseUntil  = "leaseUntil"
+)
+
+// tunnelAttrs is a tunnel as stored but its lease: owner, name (S),
+// generation (N), run (BOOL), spec and status (M: specAttrs, statusAttrs),
+// sealed (M of source and endpoint, each sealedAttrs; absent when both are
+// empty), createdAt and updatedAt (S, stamps).
+func tunnelAttrs(t *sshdeck.Tunnel) map[string]types.AttributeValue {
+	a := newAttrs(9)
+	a["owner"] = str(t.Owner)
+	a["name"] = str(t.Name)
+	a[attrGeneration] = num(t.Generation)
+	a["spec"] = &types.AttributeValueMemberM{Value: specAttrs(&t.Spec)}
+	sealed := make(map[string]types.AttributeValue, 2)
+	putMap(sealed, "source", sealedAttrs(&t.Sealed.Source))
+	putMap(sealed, "endpoint", sealedAttrs(&t.Sealed.Endpoint))
+	putMap(a, attrSealed, sealed)
+	a[attrRun] = boolean(t.Run)
+	a[attrStatus] = &types.AttributeValueMemberM{Value: statusAttrs(&t.Status)}
+	putTime(a, attrCreatedAt, t.CreatedAt)
+	putTime(a, attrUpdatedAt, t.UpdatedAt)
+	return a
+}
+
+// decodeTunnel reads a whole tunnel item, of any schema version (tunnels
+// are the same in 1 and 2), with its lease: a holder of "" (released) or
+// none (never leased) is a free lease.
+func decodeTunnel(item map[string]types.AttributeValue) (*sshdeck.Tunnel, error) {
+	f, d := decode(item)
+	sealed := f.nested(attrSealed)
+	t := &sshdeck.Tunnel{
+		Owner:      f.str("owner"),
+		Name:       f.str("name"),
+		Generation: f.int64(attrGeneration),
+		Spec:       decodeSpec(f.nested("spec")),
+		Sealed: sshdeck.SealedTunnelCredentials{
+			Source:   decodeSealed(sealed.nested("source")),
+			Endpoint: decodeSealed(sealed.nested("endpoint")),
+		},
+		Run:       f.bool(attrRun),
+		Status:    decodeStatus(f.nested(attrStatus)),
+		Lease:     sshdeck.TunnelLease{Holder: f.str(attrLeaseHolder)},
+		CreatedAt: f.time(attrCreatedAt),
+		UpdatedAt: f.time(attrUpdatedAt),
+	}
+	if until := f.str(attrLeaseUntil); until != "" {
+		var err error
+		if t.Lease.Until, err = time.Parse(sortableTimeLayout, until); err != nil {
+			f.fail(attrLeaseUntil, "a fixed-width UTC time")
+		}
+	}
+	return decoded(t, d, "tunnel")
+}
+
+// specAttrs is a tunnel's spec: hostName (S), source and endpoint (M,
+// hopAttrs), sourcePort, endpointPort, maxRetries (N), retryInterval (N,
+// nanoseconds), autoStart, isPinned (BOOL).
+func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"hostName":      str(s.HostName),
+		"source":        &types.AttributeValueMemberM{Value: hopAttrs(&s.Source)},
+		"endpoint":      &types.AttributeValueMemberM{Value: hopAttrs(&s.Endpoint)},
+		"sourcePort":    num(int64(s.SourcePort)),
+		"endpointPort":  num(int64(s.EndpointPort)),
+		"maxRetries":    num(int64(s.MaxRetries)),
+		"retryInterval": num(int64(s.RetryInterval)),
+		"autoStart":     boolean(s.AutoStart),
+		"isPinned":      boolean(s.IsPinned),
+	}
+}
+
+func decodeSpec(f fields) sshdeck.TunnelSpec {
+	return sshdeck.TunnelSpec{
+		HostName:      f.str("hostName"),
+		Source:        decodeHop(f.nested("source")),
+		Endpoint:      decodeHop(f.nested("endpoint")),
+		SourcePort:    f.int("sourcePort"),
+		EndpointPort:  f.int("endpointPort"),
+		MaxRetries:    f.int("maxRetries"),
+		RetryInterval: time.Duration(f.int64("retryInterval")),
+		AutoStart:     f.bool("autoStart"),
+		IsPinned:      f.bool("isPinned"),
+	}
+}
+
+// hopAttrs is a hop of a tunnel's spec: ip, username, authMethod, keyType
+// (S), sshPort (N), hostKey (S, absent when empty: no key pinned).
+func hopAttrs(h *sshdeck.TunnelHop) map[string]types.AttributeValue {
+	a := map[string]types.AttributeValue{
+		"ip":         str(h.IP),
+		"sshPort":    num(int64(h.SSHPort)),
+		"username":   str(h.Username),
+		"authMethod": str(string(h.Auth)),
+		"keyType":    str(h.KeyType),
+	}
+	if h.HostKey != "" {
+		a["hostKey"] = str(h.HostKey)
+	}
+	return a
+}
+
+func decodeHop(f fields) sshdeck.TunnelHop {
+	return sshdeck.TunnelHop{
+		IP:       f.str("ip"),
+		SSHPort:  f.int("sshPort"),
+		Username: f.str("username"),
+		Auth:     sshdeck.AuthType(f.str("authMethod")),
+		KeyType:  f.str("keyType"),
+		HostKey:  f.str("hostKey"),
+	}
+}
+
+// statusAttrs is a tunnel's status, which SetTunnelStatus writes alone:
+// state, reason (S), retryCount (N), retryExhausted, manualDisconnect
+// (BOOL), nextRetryAt and updatedAt (S, stamps, absent when zero),
+// errorType (S, absent when empty).
+func statusAttrs(s *sshdeck.TunnelStatus) map[string]types.AttributeValue {
+	a := map[string]types.AttributeValue{
+		"state":            str(string(s.State)),
+		"retryCount":       num(int64(s.RetryCount)),
+		"reason":           str(s.Reason),
+		"retryExhausted":   boolean(s.RetryExhausted),
+		"manualDisconnect": boolean(s.ManualDisconnect),
+	}
+	putTime(a, "nextRetryAt", s.NextRetryAt)
+	if s.Error != "" {
+		a["errorType"] = str(string(s.Error))
+	}
+	putTime(a, "updatedAt", s.UpdatedAt)
+	return a
+}
+
+func decodeStatus(f fields) sshdeck.TunnelStatus {
+	return sshdeck.TunnelStatus{
+		State:            sshdeck.TunnelState(f.str("state")),
+		RetryCount:       f.int("retryCount"),
+		NextRetryAt:      f.time("nextRetryAt"),
+		Reason:           f.str("reason"),
+		Error:            sshdeck.TunnelError(f.str("errorType")),
+		RetryExhausted:   f.bool("retryExhausted"),
+		ManualDisconnect: f.bool("manualDisconnect"),
+		UpdatedAt:        f.time("updatedAt"),
+	}
+}
+
+// knownHostAttrs is a known host as stored: owner, addr, key (S), createdAt
+// (S, a stamp).
+func knownHostAttrs(k *sshdeck.KnownHost) map[string]types.AttributeValue {
+	a := newAttrs(4)
+	a["owner"] = str(k.Owner)
+	a["addr"] = str(k.Addr)
+	a["key"] = str(k.Key)
+	putTime(a, attrCreatedAt, k.CreatedAt)
+	return a
+}
+
+// decodeKnownHost reads the item of knownHostAttrs, of any schema version:
+// they are the same in 1 and 2.
+func decodeKnownHost(item map[string]types.AttributeValue) (*sshdeck.KnownHost, error) {
+	f, d := decode(item)
+	k := &sshdeck.KnownHost{Owner: f.str("owner"), Addr: f.str("addr"), Key: f.str("key"), CreatedAt: f.time(attrCreatedAt)}
+	return decoded(k, d, "known host")
+}
