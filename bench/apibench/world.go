@@ -376,3 +376,8 @@ func (w *world) cpu() (time.Duration, error) {
 	p, err := proc.Stat(w.cmd.Process.Pid)
 	return p.CPU, err
 }
+
+// memory reads the server process's resident set, now and at its peak.
+func (w *world) memory() (proc.Memory, error) {
+	return proc.Status(w.cmd.Process.Pid)
+}
