@@ -98,11 +98,12 @@ $(CDK): infra/package.json infra/package-lock.json
 docker-check:
 	@docker info >/dev/null 2>&1 || { echo "make deploy builds the tunnel service's image: it needs a running Docker engine (docker info failed)"; exit 1; }
 
-## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel)
+## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel; BASELINE=REV adds an A/B of the API against sshdeck at git revision REV)
 # The machine should be otherwise idle: every figure is wall-clock.
 ONLY ?=
+BASELINE ?=
 bench: deps build
-	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY))
+	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY)) $(if $(BASELINE),-baseline $(BASELINE))
 
 # apt-get needs root; use sudo when we are not.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
