@@ -109,7 +109,9 @@ func kb(text []byte, key string) (uint64, bool) {
 // in bytes (the kernel's "kB" are KiB).
 type Memory struct {
 	// RSS is VmRSS, the resident set now; Peak is VmHWM, the largest
-	// resident set the process has had (its high-water mark).
+	// resident set the process has had (its high-water mark) as far as the
+	// kernel has recorded it: it raises the mark lazily (when it unmaps,
+	// e.g.), so a VmRSS read earlier may be above a later VmHWM.
 	RSS, Peak uint64
 }
 
