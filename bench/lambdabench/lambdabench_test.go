@@ -20,8 +20,10 @@ func TestQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	// No deadline: the run starts with two cold go builds, whose time is
-	// the machine's (and go test's own -timeout still ends a hang).
+	// No deadline: the run starts with two go builds (cold on a fresh
+	// machine), whose time is the machine's; the cold starts after them end
+	// when each function answers or exits (make test also runs go test
+	// with -timeout 0).
 	sections, err := Group.Run(t.Context(), report.Options{Root: root, Quick: true, Log: &log})
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, log.String())

@@ -14,9 +14,9 @@ import (
 // table is there with sane figures.
 func TestQuick(t *testing.T) {
 	sshdtest.Require(t)
-	// No deadline: the run starts sshd processes and logs in to them many
-	// times, which takes what the machine gives it (go test's -timeout
-	// still ends a hang).
+	// No deadline: the run starts sshd and ssh processes and logs in to
+	// sshd many times, which takes what the machine gives it; the waits
+	// that are not work have their own bounds (env.go, openssh.go).
 	var log bytes.Buffer
 	sections, err := Group.Run(t.Context(), report.Options{Quick: true, Log: &log})
 	if err != nil {
