@@ -56,13 +56,19 @@ build/%.zip: build/%/bootstrap
 	@rm -f $@ && cd build/$* && zip -q -X ../$*.zip bootstrap
 
 ## test: formatting, go vet, the Lambda builds, every test with the race detector, the CDK app's tests
+# -timeout 0: tests build binaries (sshdeck, tunnel-service, the functions)
+# and start processes, which take what the machine gives them, cold caches
+# and busy cores included; go test's default 10 minutes would be a deadline
+# on them. Every wait that is not work has its own bound in the tests (a
+# minute or more), and waits on a started process end when it exits.
 test: deps fmt-check vet build infra-test
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 0 ./...
 
 ## infra-test: the CDK app's tests (assertions, cdk-nag, cfn-guard's Control Tower rules)
 # `.`, not ./...: infra/node_modules holds Go-looking templates of the CDK CLI.
+# -timeout 0 as in test: the synth runs the CDK's jsii node process.
 infra-test: build $(CDK)
-	cd infra && $(GO) vet . && $(GO) test -count=1 .
+	cd infra && $(GO) vet . && $(GO) test -count=1 -timeout 0 .
 
 ## synth: the CloudFormation template into cdk.out/, with no AWS account (CONTEXT='-c name=value ...')
 synth: build $(CDK)
@@ -92,11 +98,12 @@ $(CDK): infra/package.json infra/package-lock.json
 docker-check:
 	@docker info >/dev/null 2>&1 || { echo "make deploy builds the tunnel service's image: it needs a running Docker engine (docker info failed)"; exit 1; }
 
-## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel)
+## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel; BASELINE=REV adds an A/B of the API against sshdeck at git revision REV)
 # The machine should be otherwise idle: every figure is wall-clock.
 ONLY ?=
+BASELINE ?=
 bench: deps build
-	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY))
+	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY)) $(if $(BASELINE),-baseline $(BASELINE))
 
 # apt-get needs root; use sudo when we are not.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

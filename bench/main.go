@@ -2,7 +2,8 @@
 // the tunnels) and writes the figures into BENCHMARKS.md, each with the
 // command that reproduces it and the machine it ran on. `make bench` runs
 // every group; `go run ./bench -only tunnel` runs one and rewrites only its
-// part of the file.
+// part of the file; `-baseline REV` adds an A/B comparison of one API route
+// with sshdeck built at the git revision REV.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 
 	"github.com/sshdeck/sshdeck/bench/apibench"
@@ -28,11 +30,12 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "the file to write the figures into (the part of each group run is replaced, the rest is kept)")
 	only := flag.String("only", "", "comma-separated groups to run (default all): "+names())
 	quick := flag.Bool("quick", false, "run every measurement at its smallest size, to check that it works (figures mean nothing, nothing is written)")
+	baseline := flag.String("baseline", "", "a git revision: the api group also builds sshdeck at it and measures the list of the big user's hosts against both, for an A/B comparison in the same run")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *out, *only, *quick); err != nil {
+	if err := run(ctx, *out, *only, *quick, *baseline); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -46,10 +49,13 @@ func names() string {
 	return strings.Join(n, ",")
 }
 
-func run(ctx context.Context, out, only string, quick bool) error {
+func run(ctx context.Context, out, only string, quick bool, baseline string) error {
 	selected, err := selectGroups(only)
 	if err != nil {
 		return err
+	}
+	if baseline != "" && !slices.ContainsFunc(selected, func(g report.Group) bool { return g.Name == apibench.Group.Name }) {
+		return fmt.Errorf("-baseline compares the %s group, which is not selected", apibench.Group.Name)
 	}
 	root, err := os.Getwd()
 	if err != nil {
@@ -58,7 +64,7 @@ func run(ctx context.Context, out, only string, quick bool) error {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return errors.New("run it from the repository's root (make bench, or go run ./bench)")
 	}
-	opts := report.Options{Root: root, Quick: quick, Log: os.Stderr}
+	opts := report.Options{Root: root, Quick: quick, Log: os.Stderr, Baseline: baseline}
 	for _, g := range selected {
 		opts.Logf("== %s", g.Name)
 		sections, err := g.Run(ctx, opts)

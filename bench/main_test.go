@@ -72,3 +72,11 @@ func TestSelectGroups(t *testing.T) {
 		t.Errorf(`selectGroups("apis") = %v, want an error naming the groups`, err)
 	}
 }
+
+func TestBaselineNeedsTheAPIGroup(t *testing.T) {
+	groups = []report.Group{{Name: "api"}, {Name: "tunnel"}}
+	err := run(t.Context(), filepath.Join(t.TempDir(), "BENCHMARKS.md"), "tunnel", true, "HEAD")
+	if err == nil || !strings.Contains(err.Error(), "-baseline") {
+		t.Errorf("run with -baseline and no api group: %v", err)
+	}
+}

@@ -88,12 +88,12 @@ func startReplica(t *testing.T, env []string, id string) *replica {
 			t.Logf("replica %s log:\n%s", id, r.log.String())
 		}
 	})
+	// No deadline: a process starting on a busy machine takes what it
+	// takes; its exit ends the wait.
 	select {
 	case r.url = <-urls:
 	case <-r.exited:
 		t.Fatalf("replica %s exited before serving: %v", id, r.err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("replica %s did not start", id)
 	}
 	return r
 }

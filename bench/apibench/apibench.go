@@ -178,34 +178,76 @@ type Row struct {
 	ServerCPU, LoadCPU time.Duration
 }
 
+// goalPeakRSS is the goal for the peak resident memory of `sshdeck serve`
+// through the group's runs, in bytes (64 MB).
+const goalPeakRSS = 64_000_000
+
+// Result is what the group measured.
+type Result struct {
+	Rows []Row
+	// RSS is the server's resident set (VmRSS) at the end of each route's
+	// runs, in the cases' order.
+	RSS []RouteRSS
+	// PeakRSS is the server's peak resident set (VmHWM) after all its
+	// runs, the A/B ones included, or the largest VmRSS read if that is
+	// larger (the kernel updates VmHWM lazily).
+	PeakRSS uint64
+	// AB is the comparison with sshdeck built at o.Baseline, when set.
+	AB *AB
+}
+
+// RouteRSS is the server's resident set after a route's runs.
+type RouteRSS struct {
+	Case string
+	RSS  uint64
+}
+
 func run(ctx context.Context, o report.Options) ([]report.Section, error) {
-	rows, err := Measure(ctx, o)
+	res, err := Measure(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return []report.Section{section(o, rows)}, nil
+	sections := []report.Section{section(o, res)}
+	if res.AB != nil {
+		sections = append(sections, abSection(o, res.AB))
+	}
+	return sections, nil
 }
 
-// Measure runs every case at every concurrency against a new server.
-func Measure(ctx context.Context, o report.Options) ([]Row, error) {
+// Measure runs every case at every concurrency against a new server, and,
+// with o.Baseline, the A/B case against sshdeck built at that revision.
+func Measure(ctx context.Context, o report.Options) (Result, error) {
+	var res Result
 	s := sizesOf(o)
 	profileDir := os.Getenv(ProfileEnv)
 	if profileDir != "" {
 		if err := os.MkdirAll(profileDir, 0o755); err != nil {
-			return nil, err
+			return res, err
 		}
+	}
+	// The baseline is built first, so that its build overlaps no run.
+	var base *baseline
+	if o.Baseline != "" {
+		var err error
+		if base, err = buildBaseline(ctx, o, o.Baseline); err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(base.dir) // also done by its server's close
 	}
 	w, err := start(ctx, o, profileDir)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer w.close()
 	w.bigHosts = s.bigHosts
 	if err := w.seed(ctx, Concurrencies[len(Concurrencies)-1]); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
+		return res, fmt.Errorf("seed: %w", err)
 	}
-	var rows []Row
+	var abCase Case
 	for _, c := range cases(s) {
+		if c.Key == abKey {
+			abCase = c
+		}
 		for _, n := range Concurrencies {
 			profile := ""
 			if profileDir != "" && n == Concurrencies[len(Concurrencies)-1] {
@@ -213,20 +255,60 @@ func Measure(ctx context.Context, o report.Options) ([]Row, error) {
 			}
 			row, err := measure(ctx, w, c, n, s, profile)
 			if err != nil {
-				return nil, fmt.Errorf("%s at concurrency %d: %w", c.Name, n, err)
+				return res, fmt.Errorf("%s at concurrency %d: %w", c.Name, n, err)
 			}
 			if c.check != nil {
 				if err := c.check(ctx, w); err != nil {
-					return nil, fmt.Errorf("%s at concurrency %d: %w", c.Name, n, err)
+					return res, fmt.Errorf("%s at concurrency %d: %w", c.Name, n, err)
 				}
 			}
 			o.Logf("%-40s c=%-3d %8.0f req/s  p50 %-9s p99 %-9s server %s/req, generator %s/req",
 				c.Name, n, row.PerSecond, latency(row.P50), latency(row.P99), cpuPerRequest(row.ServerCPU), cpuPerRequest(row.LoadCPU))
-			rows = append(rows, row)
+			res.Rows = append(res.Rows, row)
+		}
+		mem, err := w.memory()
+		if err != nil {
+			return res, err
+		}
+		o.Logf("%-40s server RSS after its runs: %s MB", c.Name, megabytes(mem.RSS))
+		res.RSS = append(res.RSS, RouteRSS{Case: c.Name, RSS: mem.RSS})
+		res.PeakRSS = max(res.PeakRSS, mem.Peak, mem.RSS)
+	}
+	if base != nil {
+		if res.AB, err = measureAB(ctx, o, w, base, abCase, s); err != nil {
+			return res, err
 		}
 	}
-	return rows, nil
+	mem, err := w.memory()
+	if err != nil {
+		return res, err
+	}
+	// The kernel raises VmHWM lazily (when it syncs its counters, or
+	// unmaps), so a resident set read earlier can be above it: the peak is
+	// the largest of every figure read.
+	res.PeakRSS = max(res.PeakRSS, mem.Peak, mem.RSS)
+	o.Logf("%s", peakRSSLine(res.PeakRSS))
+	o.Logf("%s", peakRSSGoal(res.PeakRSS))
+	return res, nil
 }
+
+// peakRSSLine and peakRSSGoal are the notes' lines on the server's peak
+// resident set.
+func peakRSSLine(peak uint64) string {
+	return fmt.Sprintf("Peak RSS of sshdeck serve through the api group: %s MB", megabytes(peak))
+}
+
+func peakRSSGoal(peak uint64) string {
+	verdict := "met"
+	if peak > goalPeakRSS {
+		verdict = "missed"
+	}
+	return fmt.Sprintf("Goal: peak RSS of `sshdeck serve` through the api group at most %d MB: **%s** (%s MB).",
+		goalPeakRSS/1_000_000, verdict, megabytes(peak))
+}
+
+// megabytes formats bytes in MB of 10⁶ bytes.
+func megabytes(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/1e6) }
 
 func measure(ctx context.Context, w *world, c Case, n int, s sizes, profile string) (Row, error) {
 	client := load.NewClient(n)
@@ -300,11 +382,15 @@ func (w *world) cpuProfile(ctx context.Context, d time.Duration, path string) er
 	return f.Close()
 }
 
-func section(o report.Options, rows []Row) report.Section {
+func section(o report.Options, res Result) report.Section {
 	s := sizesOf(o)
 	t := report.Table{Header: []string{"route", "concurrency", "req/s", "p50", "p99", "server CPU/req", "generator CPU/req"}}
-	for _, r := range rows {
+	for _, r := range res.Rows {
 		t.Add(r.Case, r.Concurrency, fmt.Sprintf("%.0f", r.PerSecond), latency(r.P50), latency(r.P99), cpuPerRequest(r.ServerCPU), cpuPerRequest(r.LoadCPU))
+	}
+	mem := report.Table{Header: []string{"route", "server RSS after its runs (MB)"}}
+	for _, r := range res.RSS {
+		mem.Add(r.Case, megabytes(r.RSS))
 	}
 	return report.Section{
 		Title:   "Local API: requests per second and latencies",
@@ -329,14 +415,20 @@ requests completed divided by the measurement's time; p50 and p99 are nearest-ra
 percentiles. Any answer that is not 2xx fails the run. **The generator and the server
 share this machine's cores**: the CPU columns are the CPU time per request of the
 server process (from /proc) and of the generator's process; their sum bounds what
-the machine can do (cores / CPU per request).`, s.bigHosts, s.warmup, s.duration),
-		Tables: []report.Table{t},
-		Notes:  notes(rows),
+the machine can do (cores / CPU per request).
+
+The server's memory is read from its `+"`/proc/<pid>/status`"+`: its resident set (VmRSS) once
+each route's runs are over (the routes run in the order of the table), and its peak resident
+set (VmHWM, the kernel's high-water mark, from its start through every run) at the end; the
+kernel raises VmHWM lazily, so the peak reported is the largest of every VmHWM and VmRSS
+read. MB are 10⁶ bytes.`, s.bigHosts, s.warmup, s.duration),
+		Tables: []report.Table{t, mem},
+		Notes:  strings.Join(append(notes(res.Rows), peakRSSLine(res.PeakRSS)+".", peakRSSGoal(res.PeakRSS)), "\n\n"),
 	}
 }
 
-// notes says whether the goal is met, and what bounds it.
-func notes(rows []Row) string {
+// notes says whether the throughput goal is met, and what bounds it.
+func notes(rows []Row) []string {
 	for _, r := range rows {
 		if r.Case != "GET /ssh/db/host/{id}" || r.Concurrency != 64 {
 			continue
@@ -352,10 +444,10 @@ func notes(rows []Row) string {
 			ceiling = fmt.Sprintf(" Server and generator together used %s of CPU per request: %d cores allow at most about %.0f req/s on this machine; the server alone, with the cores to itself, about %.0f.",
 				cpuPerRequest(perReq), int(cores), cores/perReq.Seconds(), cores/max(r.ServerCPU, time.Microsecond).Seconds())
 		}
-		return fmt.Sprintf("Goal: `GET /ssh/db/host/{id}` at concurrency 64 at least %s req/s on 2 cores: **%s** (%.0f req/s).%s",
-			thousands(goal), verdict, r.PerSecond, ceiling)
+		return []string{fmt.Sprintf("Goal: `GET /ssh/db/host/{id}` at concurrency 64 at least %s req/s on 2 cores: **%s** (%.0f req/s).%s",
+			thousands(goal), verdict, r.PerSecond, ceiling)}
 	}
-	return ""
+	return nil
 }
 
 // latency formats a latency in µs below a millisecond, else in ms.

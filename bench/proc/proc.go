@@ -1,5 +1,6 @@
 // Package proc reads what the benchmarks need of Linux's /proc: processes'
-// CPU time and parents, and "Key: 123 kB" lines of memory figures.
+// CPU time and parents, their resident memory (now and at its peak), and
+// "Key: 123 kB" lines of memory figures.
 package proc
 
 import (
@@ -86,13 +87,50 @@ func KB(path, key string) uint64 {
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(b)) {
+	n, _ := kb(b, key)
+	return n
+}
+
+// kb is the value of the "Key:   123 kB" line of text, and whether there
+// is one.
+func kb(text []byte, key string) (uint64, bool) {
+	for line := range strings.Lines(string(text)) {
 		k, v, ok := strings.Cut(line, ":")
 		if ok && k == key {
 			var n uint64
 			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &n)
-			return n
+			return n, true
 		}
 	}
-	return 0
+	return 0, false
+}
+
+// Memory is what /proc/<pid>/status says of a process's resident memory,
+// in bytes (the kernel's "kB" are KiB).
+type Memory struct {
+	// RSS is VmRSS, the resident set now; Peak is VmHWM, the largest
+	// resident set the process has had (its high-water mark) as far as the
+	// kernel has recorded it: it raises the mark lazily (when it unmaps,
+	// e.g.), so a VmRSS read earlier may be above a later VmHWM.
+	RSS, Peak uint64
+}
+
+// Status reads the resident memory of a running process from
+// /proc/<pid>/status.
+func Status(pid int) (Memory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Memory{}, err
+	}
+	return parseStatus(b)
+}
+
+func parseStatus(b []byte) (Memory, error) {
+	rss, ok1 := kb(b, "VmRSS")
+	peak, ok2 := kb(b, "VmHWM")
+	if !ok1 || !ok2 {
+		// A zombie's status has no Vm lines: it holds no memory to read.
+		return Memory{}, errors.New("no VmRSS or VmHWM in /proc/<pid>/status: the process has exited")
+	}
+	return Memory{RSS: rss << 10, Peak: peak << 10}, nil
 }

@@ -44,3 +44,44 @@ func TestThisProcess(t *testing.T) {
 		t.Error("SelfCPU did not grow while spinning")
 	}
 }
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tsshdeck\nState:\tS (sleeping)\nVmPeak:\t 1300000 kB\nVmSize:\t 1250000 kB\n" +
+		"VmHWM:\t   41234 kB\nVmRSS:\t   30001 kB\nRssAnon:\t   20000 kB\nThreads:\t8\n"
+	m, err := parseStatus([]byte(status))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Peak != 41234<<10 || m.RSS != 30001<<10 {
+		t.Errorf("parseStatus = %+v, want peak 41234 KiB (VmHWM, not VmPeak) and RSS 30001 KiB", m)
+	}
+	// A zombie has no Vm lines.
+	if _, err := parseStatus([]byte("Name:\tsshdeck\nState:\tZ (zombie)\nThreads:\t1\n")); err == nil {
+		t.Error("parseStatus of a zombie's status gave no error")
+	}
+}
+
+func TestStatusOfThisProcess(t *testing.T) {
+	m, err := Status(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Touch 32 MiB: the peak is at least that, and at least the RSS.
+	b := make([]byte, 32<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	after, err := Status(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS == 0 || after.Peak < after.RSS || after.Peak < m.RSS+16<<20 {
+		t.Errorf("before %+v, after touching 32 MiB %+v", m, after)
+	}
+	if b[len(b)-1] != 1 {
+		t.Fatal("unreachable")
+	}
+	if _, err := Status(1 << 30); err == nil {
+		t.Error("Status of no process gave no error")
+	}
+}

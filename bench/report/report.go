@@ -19,6 +19,10 @@ type Options struct {
 	Quick bool
 	// Log receives progress lines while a group runs.
 	Log io.Writer
+	// Baseline, when set, is a git revision of this repository: the api
+	// group also measures sshdeck built at it, on one route, for an A/B
+	// comparison in the same run (go run ./bench -baseline REV).
+	Baseline string
 }
 
 // Logf writes one progress line.

@@ -40,7 +40,7 @@ func (e *env) connectLatency(ctx context.Context, o report.Options, p *ports, n 
 			return nil, err
 		}
 		r.connected = append(r.connected, time.Since(began))
-		if err := waitListening(ctx, port, 10*time.Second); err != nil {
+		if err := waitListening(ctx, port, listenPatience); err != nil {
 			return nil, err
 		}
 		r.carrying = append(r.carrying, time.Since(began))

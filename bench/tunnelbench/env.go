@@ -120,6 +120,8 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	}), log)
 	e.manager.Start()
 	e.closers = append(e.closers, func() {
+		// Bounds the graceful shutdown only: past it, what is left is
+		// closed anyway, and nothing fails.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		e.srv.Shutdown(ctx)
@@ -127,6 +129,8 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	})
 	go e.srv.Serve(ln)
 	e.url = "http://" + ln.Addr().String()
+	// A request to the in-process tunnel API is a protocol wait: a minute
+	// is far beyond any answer, and turns a hang into an error.
 	e.client = &http.Client{Timeout: time.Minute}
 	return e, nil
 }
@@ -286,7 +290,8 @@ func (s *statusStream) close() {
 	<-s.done
 }
 
-// waitListening polls until something accepts on 127.0.0.1:port.
+// waitListening polls until something accepts on 127.0.0.1:port, failing
+// after deadline unless it is 0 (then only ctx ends it).
 func waitListening(ctx context.Context, port int, deadline time.Duration) error {
 	end := time.Now().Add(deadline)
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
@@ -296,7 +301,7 @@ func waitListening(ctx context.Context, port int, deadline time.Duration) error 
 			c.Close()
 			return nil
 		}
-		if time.Now().After(end) {
+		if deadline > 0 && time.Now().After(end) {
 			return fmt.Errorf("nothing listens on %s after %v: %w", addr, deadline, err)
 		}
 		select {
@@ -332,3 +337,9 @@ func (p *ports) get() (int, error) {
 	}
 	return 0, errors.New("no free port left in 21000-32000")
 }
+
+// listenPatience bounds the wait for a tunnel's endpoint port to accept once
+// the tunnel said `connected`: by then sshd has bound it (the remote
+// forward was granted), so this is a protocol wait, not work, and a minute
+// is far beyond it.
+const listenPatience = time.Minute

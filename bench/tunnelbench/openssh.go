@@ -89,7 +89,10 @@ func (e *env) startOpenSSH(ctx context.Context, endpointPort int) (*openSSH, tim
 	ready := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { ready <- waitListening(rctx, endpointPort, 30*time.Second) }()
+	// No deadline: starting ssh, and the sshd processes it logs in to, takes
+	// what the machine gives it; ssh exits if it cannot log in or forward
+	// (BatchMode, ExitOnForwardFailure), which ends the wait below.
+	go func() { ready <- waitListening(rctx, endpointPort, 0) }()
 	select {
 	case err = <-ready:
 	case <-o.exited:
@@ -109,7 +112,7 @@ func (o *openSSH) stop() {
 	syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-o.exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // not slow but stuck: nothing fails, it is killed
 		syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
 		<-o.exited
 	}

@@ -76,7 +76,7 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 		return nil, err
 	}
 	defer e.disconnect(context.Background(), "throughput")
-	if err := waitListening(ctx, tunnelPort, 10*time.Second); err != nil {
+	if err := waitListening(ctx, tunnelPort, listenPatience); err != nil {
 		return nil, err
 	}
 	r.ciphers["sshdeck"] = append(negotiated(e.source.Log(), srcLog), negotiated(e.endpoint.Log(), dstLog)...)

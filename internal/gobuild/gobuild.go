@@ -30,9 +30,17 @@ func Command(name string) (path string, remove func()) {
 
 // Build runs `go build -o out [args] pkg` with env added to this process's
 // environment (e.g. GOARCH=arm64), in the working directory. Its error holds
-// the compiler's output.
+// the compiler's output. It has no deadline: a build takes what the machine
+// gives it.
 func Build(pkg, out string, env []string, args ...string) error {
+	return BuildIn("", pkg, out, env, args...)
+}
+
+// BuildIn is Build in the directory dir (another checkout of the module,
+// e.g.); "" is the working directory.
+func BuildIn(dir, pkg, out string, env []string, args ...string) error {
 	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, args...), pkg)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)

@@ -107,10 +107,14 @@ func PortClosed(port int) bool {
 }
 
 // WaitUntil polls ok until it holds, failing after a deadline: readiness
-// by polling, never by a fixed sleep.
+// by polling, never by a fixed sleep. The tests wait with it on protocol
+// events of processes already running (a tunnel connecting through sshd, a
+// lease expiring and being taken over, a port closing), which take seconds
+// at most; the deadline, two minutes, is far beyond them on a loaded machine
+// and only turns a hang into a failure that says what never happened.
 func WaitUntil(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(WaitPatience)
 	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never happened", what)
@@ -119,8 +123,11 @@ func WaitUntil(t testing.TB, what string, ok func() bool) {
 	}
 }
 
-// WaitPort polls until 127.0.0.1:port is closed (or open), failing after a
-// deadline.
+// WaitPatience is WaitUntil's deadline.
+const WaitPatience = 2 * time.Minute
+
+// WaitPort polls until 127.0.0.1:port is closed (or open), failing after
+// WaitUntil's deadline.
 func WaitPort(t testing.TB, port int, closed bool) {
 	t.Helper()
 	WaitUntil(t, fmt.Sprintf("port %d: closed = %v", port, closed), func() bool { return PortClosed(port) == closed })

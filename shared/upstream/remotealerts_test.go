@@ -80,7 +80,7 @@ func within(t *testing.T, r *RemoteAlerts, ctx context.Context) []sshdeck.Alert 
 	select {
 	case as := <-got:
 		return as
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // it returns at once; a minute fails only a caller that waits for the fetch, however busy the machine
 		t.Fatal("a caller whose ctx is done is still waiting on the fetch")
 		return nil
 	}
@@ -295,7 +295,7 @@ func TestRemoteAlertsCancelledCallerDoesNotSpoilTheFetch(t *testing.T) {
 		if got != nil {
 			t.Errorf("cancelled caller got %q, want nil: there never was a list", ids(got))
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // as in within
 		t.Fatal("a cancelled caller is still waiting on the fetch")
 	}
 

@@ -96,10 +96,12 @@ func ptr[T any](v T) *T { return &v }
 const owner = "usr_alice"
 
 // waitFor polls the tunnel's status until ok, failing after a deadline
-// with the last status seen.
+// with the last status seen. The deadline is sshdtest.WaitPatience (two
+// minutes): these are protocol waits (logins to running sshd hosts, retries,
+// keepalives) of seconds at most, and it only turns a hang into a failure.
 func waitFor(t testing.TB, m *Manager, name string, what string, ok func(Status) bool) Status {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(sshdtest.WaitPatience)
 	var last Status
 	for time.Now().Before(deadline) {
 		st, err := m.Status(context.Background(), owner, name)

@@ -302,10 +302,11 @@ func (e *apiEnv) status(token, name string) Status {
 	return st
 }
 
-// waitStatus polls a tunnel's status through the API until ok.
+// waitStatus polls a tunnel's status through the API until ok, failing
+// after sshdtest.WaitPatience (a protocol wait, as waitFor's).
 func (e *apiEnv) waitStatus(token, name, what string, ok func(Status) bool) Status {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(sshdtest.WaitPatience)
 	var last Status
 	for time.Now().Before(deadline) {
 		if last = e.status(token, name); ok(last) {
@@ -367,7 +368,8 @@ func (r *apiResponse) wantError(t testing.TB, status int, code sshdeck.Code, wor
 // may be after the client has the response.
 func (e *apiEnv) requestLine(id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// The handler's return, in this process: a minute is far beyond it.
+	deadline := time.Now().Add(time.Minute)
 	for {
 		for line := range strings.Lines(e.logs.String()) {
 			var entry map[string]any
@@ -1174,8 +1176,8 @@ func (s *sseStream) next(t *testing.T) Status {
 			t.Fatalf("status event data %q: %v", ev.data, err)
 		}
 		return st
-	case <-time.After(30 * time.Second):
-		t.Fatal("no status event within 30 s")
+	case <-time.After(sshdtest.WaitPatience): // a protocol wait, as waitFor's
+		t.Fatalf("no status event within %v", sshdtest.WaitPatience)
 	}
 	return Status{}
 }
@@ -1242,7 +1244,7 @@ func TestAPIStatusStream(t *testing.T) {
 		select {
 		case c := <-held:
 			c.Close()
-		case <-time.After(30 * time.Second):
+		case <-time.After(sshdtest.WaitPatience): // a protocol wait, as waitFor's
 			t.Fatalf("the tunnel never dialled its source (%s)", what)
 		}
 	}
