@@ -573,13 +573,13 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 		got, want any
 	}{
 		{"name maxLength", prop("name").MaxLength != nil && *prop("name").MaxLength == MaxNameLen, true},
-		{"maxRetries default", prop("maxRetries").Default, float64(defaultMaxRetries)},
-		{"maxRetries maximum", num(prop("maxRetries").Max), float64(maxRetries)},
+		{"maxRetries default", prop("maxRetries").Default, float64(sshdeck.DefaultTunnelRetries)},
+		{"maxRetries maximum", num(prop("maxRetries").Max), float64(sshdeck.MaxTunnelRetries)},
 		{"retryInterval default", prop("retryInterval").Default, float64(defaultRetryInterval)},
-		{"retryInterval minimum", num(prop("retryInterval").Min), float64(minRetryInterval)},
+		{"retryInterval minimum", num(prop("retryInterval").Min), float64(MinRetryInterval)},
 		{"retryInterval maximum", num(prop("retryInterval").Max), float64(maxRetryInterval)},
-		{"sourceSSHPort default", prop("sourceSSHPort").Default, float64(defaultSSHPort)},
-		{"endpointSSHPort default", prop("endpointSSHPort").Default, float64(defaultSSHPort)},
+		{"sourceSSHPort default", prop("sourceSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
+		{"endpointSSHPort default", prop("endpointSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("ConnectRequest %s: %v, want %v", tc.what, tc.got, tc.want)
