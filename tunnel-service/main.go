@@ -38,6 +38,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
 )
 
 // shutdownTimeout is how long in-flight requests and the recording of the
@@ -73,7 +74,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer store.Close()
 
 	tunnels := tunnel.NewManager(store, sealer, opts)
-	handler := tunnel.NewHandler(tunnel.ServerConfig{
+	handler := tunnelapi.New(tunnelapi.Config{
 		Manager:       tunnels,
 		Authenticator: auth.NewAuthenticator(store, store, nil),
 		Ping:          store.Ping,

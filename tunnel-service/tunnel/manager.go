@@ -508,9 +508,22 @@ func (m *Manager) resume(t *sshdeck.Tunnel) {
 	m.startRun(t, creds)
 }
 
-// watch returns a channel told of every status change of the owner's
-// tunnels on this replica, and the function that stops it.
-func (m *Manager) watch(owner string) (<-chan struct{}, func()) {
+// Watch tells a status stream when to read an owner's statuses again.
+type Watch struct {
+	// Changed receives after each change of the owner's tunnels made
+	// through this replica (changes coalesce: one wake-up at most waits).
+	Changed <-chan struct{}
+	// Poll is how often to read the store for the changes made through
+	// other replicas, which only the store knows (Options.StreamPoll).
+	Poll time.Duration
+	stop func()
+}
+
+// Stop ends the watch.
+func (w *Watch) Stop() { w.stop() }
+
+// Watch starts watching the owner's tunnels; Stop ends it.
+func (m *Manager) Watch(owner string) *Watch {
 	ch := make(chan struct{}, 1)
 	m.mu.Lock()
 	if m.watchers[owner] == nil {
@@ -518,14 +531,14 @@ func (m *Manager) watch(owner string) (<-chan struct{}, func()) {
 	}
 	m.watchers[owner][ch] = struct{}{}
 	m.mu.Unlock()
-	return ch, func() {
+	return &Watch{Changed: ch, Poll: m.opts.StreamPoll, stop: func() {
 		m.mu.Lock()
 		delete(m.watchers[owner], ch)
 		if len(m.watchers[owner]) == 0 {
 			delete(m.watchers, owner)
 		}
 		m.mu.Unlock()
-	}
+	}}
 }
 
 func (m *Manager) notify(owner string) {
