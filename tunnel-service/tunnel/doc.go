@@ -20,6 +20,8 @@
 //   - keepalive.go: dead-peer detection;
 //   - failure.go: why an attempt failed, and whether a retry may mend it;
 //   - runner.go: one tunnel's state machine, with its retries;
+//   - loop.go: the goroutine of a running tunnel (run, attempt, serve),
+//     written to keep an idle tunnel's stack at 4 KiB (TestIdleStack);
 //   - seal.go: a tunnel's credentials sealed for the store;
 //   - manager.go: the tunnels of one replica, their leases, the takeover of
 //     another replica's autoStart tunnels, and Watch for status streams;

@@ -343,19 +343,12 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	}
 	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
 	m.runners.Add(1)
-	go func() {
-		defer m.runners.Done()
-		defer close(r.done)
-		// Stopped (nil): whoever stopped it recorded why.
-		if final := rn.run(ctx); final != nil {
-			m.ranOut(k, r, final)
-		}
-	}()
+	go m.runTunnel(ctx, r, rn)
 }
 
-// ranOut records the end of a run that gave up. It is apart from
-// startRun's goroutine, whose frame stays on an idle tunnel's stack.
-func (m *Manager) ranOut(k tunnelKey, r *run, final *sshdeck.TunnelStatus) {
+// ranOut records the end of a run that gave up.
+func (m *Manager) ranOut(r *run, final *sshdeck.TunnelStatus) {
+	k := tunnelKey{r.tunnel.Owner, r.tunnel.Name}
 	m.mu.Lock()
 	if m.runs[k] == r {
 		delete(m.runs, k)
