@@ -107,7 +107,7 @@ func (e *env) idleMemory(ctx context.Context, o report.Options, p *ports, counts
 		s.tunnels, s.startTook = len(names), time.Since(began)
 		r.levels = append(r.levels, s)
 		o.Logf("tunnel: %d idle tunnels: %.1f KiB heap+stacks, %.1f KiB RSS, %.1f goroutines per tunnel (started in %v)", s.tunnels,
-			float64(s.heap+s.stacks-r.base.heap-r.base.stacks)/float64(max(1, s.tunnels))/1024,
+			(float64(s.heap+s.stacks)-float64(r.base.heap+r.base.stacks))/float64(max(1, s.tunnels))/1024,
 			(float64(s.rss)-float64(r.base.rss))/float64(max(1, s.tunnels))/1024,
 			float64(s.goroutines-r.base.goroutines)/float64(max(1, s.tunnels)), s.startTook.Round(time.Millisecond))
 		if r.stopped != "" {
