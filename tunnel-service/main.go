@@ -34,6 +34,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
 )
 
 // shutdownTimeout is how long in-flight requests and the recording of the
@@ -69,7 +70,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	opts := tunnel.OptionsFrom(cfg)
 	opts.Log = log
 	tunnels := tunnel.NewManager(a.Store, a.Sealer, opts)
-	handler := tunnel.NewHandler(tunnel.ServerConfig{
+	handler := tunnelapi.New(tunnelapi.Config{
 		Manager:       tunnels,
 		Authenticator: a.Auth,
 		Ping:          a.Store.Ping,

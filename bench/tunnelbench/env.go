@@ -26,6 +26,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
 )
 
 // env is what every measurement of the group runs over: two real sshd on
@@ -115,7 +116,7 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.srv = web.NewHTTPServer(tunnel.NewHandler(tunnel.ServerConfig{
+	e.srv = web.NewHTTPServer(tunnelapi.New(tunnelapi.Config{
 		Manager: e.manager, Authenticator: authn, Ping: e.store.Ping, Logger: log,
 	}), log)
 	e.manager.Start()
@@ -189,7 +190,7 @@ func (e *env) post(ctx context.Context, path string, body any) error {
 }
 
 func (e *env) disconnect(ctx context.Context, name string) error {
-	return e.post(ctx, "/ssh/tunnel/disconnect", tunnel.NameRequest{TunnelName: name})
+	return e.post(ctx, "/ssh/tunnel/disconnect", tunnelapi.NameRequest{TunnelName: name})
 }
 
 // statusStream is GET /ssh/tunnel/status/stream, read in the background:

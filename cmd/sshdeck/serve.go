@@ -17,6 +17,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
 )
 
 // bootstrapTokenTTL is the life of the admin token made on first start.
@@ -74,7 +75,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		listener.Close()
 		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
 	}
-	tunnelHandler := tunnel.NewHandler(tunnel.ServerConfig{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})
+	tunnelHandler := tunnelapi.New(tunnelapi.Config{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})
 	servers := []*http.Server{web.NewHTTPServer(api.New(apiCfg).Router(), log), web.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
 	tunnels.Start()

@@ -13,7 +13,7 @@ import (
 
 // maxMultipartBody bounds a whole multipart body: the data part, the key
 // file and room for part headers and boundaries.
-const maxMultipartBody = web.MaxJSONBody + hosts.MaxKeySize + 64<<10
+const maxMultipartBody = web.MaxJSONBody + sshdeck.MaxKeySize + 64<<10
 
 // decodeHostInput reads a host from a JSON body, or from a multipart body
 // whose "data" part is the JSON and whose optional "key" file part is the
@@ -67,7 +67,7 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 				return err
 			}
 		case "key":
-			data, err := readPart(part, "key", hosts.MaxKeySize)
+			data, err := readPart(part, "key", sshdeck.MaxKeySize)
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ const openAPIDocument = "../../openapi.yaml"
 
 // tunnelService is the x-sshdeck-service value of the operations served at
 // tunnel_url by the tunnel service, whose tests check them against its
-// handler (tunnel-service/tunnel).
+// handler (tunnel-service/tunnelapi).
 const tunnelService = "tunnel"
 
 // TestOpenAPIMatchesRouteTable: the document and routes.All describe the same

@@ -2,30 +2,25 @@ package hosts
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
 
-// Limits of host fields. MaxKeySize is the contract's key file limit.
+// Limits of host fields besides the SSH fields', which are sshdeck's
+// (limits.go): a tunnel's hop is held to the same.
 const (
-	MaxKeySize         = 64 << 10
-	maxName            = 128
-	maxHostName        = 253
-	maxUsername        = 256
-	maxFolder          = 256
-	maxPath            = 4096
-	maxPassword        = 4096
-	maxKeyPassword     = 1024
-	maxTags            = 32
-	maxTagLen          = 64
-	maxTunnels         = 64
-	maxTunnelRetries   = 1000
-	maxTunnelInterval  = 3600 // seconds
-	defaultPort        = 22
-	defaultMaxRetries  = 3
-	defaultRetryPeriod = 5 // seconds
+	maxName    = 128
+	maxFolder  = 256
+	maxPath    = 4096
+	maxTags    = 32
+	maxTagLen  = 64
+	maxTunnels = 64
+	// A tunnel connection's retryInterval is in seconds.
+	maxTunnelInterval  = int(sshdeck.MaxTunnelRetryInterval / time.Second)
+	defaultRetryPeriod = int(sshdeck.DefaultTunnelRetryInterval / time.Second)
 )
 
 // Input is a host as a client sends it. Pointer fields tell "absent or null"
@@ -68,7 +63,7 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 	c := sshdeck.HostConfig{
 		Name:              in.Name,
 		IP:                in.IP,
-		Port:              check.OrDefault(in.Port, defaultPort),
+		Port:              check.OrDefault(in.Port, sshdeck.DefaultSSHPort),
 		Username:          in.Username,
 		Folder:            in.Folder,
 		Tags:              in.Tags,
@@ -89,13 +84,13 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 	}
 	checks := []error{
 		check.Text("name", c.Name, 0, maxName, false),
-		check.Text("ip", c.IP, 1, maxHostName, true),
+		check.Text("ip", c.IP, 1, sshdeck.MaxHostName, true),
 		check.Port("port", c.Port),
-		check.Text("username", c.Username, 1, maxUsername, true),
+		check.Text("username", c.Username, 1, sshdeck.MaxUsername, true),
 		check.Text("folder", c.Folder, 0, maxFolder, false),
 		check.Text("defaultPath", c.DefaultPath, 1, maxPath, false),
-		check.Limit("password", in.Password, maxPassword),
-		check.Limit("keyPassword", in.KeyPassword, maxKeyPassword),
+		check.Limit("password", in.Password, sshdeck.MaxPassword),
+		check.Limit("keyPassword", in.KeyPassword, sshdeck.MaxKeyPassword),
 	}
 	switch c.AuthType {
 	case "", sshdeck.AuthPassword, sshdeck.AuthKey, sshdeck.AuthNone:
@@ -105,8 +100,8 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 	if !sshkey.ValidKeyType(c.KeyType) {
 		checks = append(checks, check.Invalid("keyType %q is not \"auto\" or an SSH key algorithm", c.KeyType))
 	}
-	if in.Key != nil && len(*in.Key) > MaxKeySize {
-		checks = append(checks, sshdeck.Errorf(sshdeck.TooLarge, "key is over %d KiB", MaxKeySize>>10))
+	if in.Key != nil && len(*in.Key) > sshdeck.MaxKeySize {
+		checks = append(checks, sshdeck.Errorf(sshdeck.TooLarge, "key is over %d KiB", sshdeck.MaxKeySize>>10))
 	}
 	if len(c.Tags) > maxTags {
 		checks = append(checks, check.Invalid("tags has %d items; at most %d are allowed", len(c.Tags), maxTags))
@@ -135,15 +130,15 @@ func (t *TunnelInput) connection(field string) (sshdeck.TunnelConnection, error)
 		SourcePort:    t.SourcePort,
 		EndpointPort:  t.EndpointPort,
 		EndpointHost:  t.EndpointHost,
-		MaxRetries:    check.OrDefault(t.MaxRetries, defaultMaxRetries),
+		MaxRetries:    check.OrDefault(t.MaxRetries, sshdeck.DefaultTunnelRetries),
 		RetryInterval: check.OrDefault(t.RetryInterval, defaultRetryPeriod),
 		AutoStart:     t.AutoStart,
 	}
 	for _, err := range []error{
 		check.Port(field+".sourcePort", tc.SourcePort),
 		check.Port(field+".endpointPort", tc.EndpointPort),
-		check.Text(field+".endpointHost", tc.EndpointHost, 1, maxHostName, true),
-		check.Between(field+".maxRetries", tc.MaxRetries, 0, maxTunnelRetries),
+		check.Text(field+".endpointHost", tc.EndpointHost, 1, sshdeck.MaxHostName, true),
+		check.Between(field+".maxRetries", tc.MaxRetries, 0, sshdeck.MaxTunnelRetries),
 		check.Between(field+".retryInterval", tc.RetryInterval, 1, maxTunnelInterval),
 	} {
 		if err != nil {

@@ -1,5 +1,8 @@
-// Package tunnel is the tunnel service: SSH remote forwarding between two
-// hosts, supervised, persisted and shared out among service replicas.
+// Package tunnel is the tunnel service's engine: SSH remote forwarding
+// between two hosts, supervised, persisted and shared out among service
+// replicas. It serves no HTTP: its API is tunnel-service/tunnelapi, which
+// calls the Manager's exported methods (Connect, Disconnect, Status,
+// Statuses, Watch) and nothing else.
 //
 // A tunnel opens SSH to its source host, SSH to its endpoint host through the
 // source (as ssh -J would), asks the endpoint to listen on
@@ -7,12 +10,21 @@
 // source's 127.0.0.1:sourcePort: the effect of `ssh -R` run on the source.
 //
 // The pieces, one file each:
+//   - request.go: a connect request checked into a tunnel's spec and
+//     credentials (the SSH fields' limits are sshdeck's, shared with hosts);
 //   - dial.go: the two SSH hops, their authentication, denied address ranges;
+//   - channel.go: the few parts of an ssh.Client a tunnel needs, without its
+//     goroutines;
 //   - hostkey.go: host key pins and the first key remembered per owner/address;
 //   - forward.go: the remote forward and the copying of each connection;
 //   - keepalive.go: dead-peer detection;
+//   - failure.go: why an attempt failed, and whether a retry may mend it;
 //   - runner.go: one tunnel's state machine, with its retries;
-//   - manager.go: the tunnels of one replica, their leases and the takeover
-//     of another replica's autoStart tunnels;
-//   - server.go, stream.go: the HTTP API and its Server-Sent Events.
+//   - loop.go: the goroutine of a running tunnel (run, attempt, serve),
+//     written to keep an idle tunnel's stack at 4 KiB (TestIdleStack);
+//   - seal.go: a tunnel's credentials sealed for the store;
+//   - manager.go: the tunnels of one replica, their leases, the takeover of
+//     another replica's autoStart tunnels, and Watch for status streams;
+//   - status.go: a stored tunnel rendered as the API's status;
+//   - env.go: the settings the environment may change.
 package tunnel

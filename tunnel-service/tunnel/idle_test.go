@@ -1,4 +1,4 @@
-package tunnel
+package tunnel_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 )
 
 // idleGoroutines is what an idle connected tunnel may run: x/crypto's
@@ -22,15 +23,15 @@ const idleGoroutines = 7
 // each, and checks that once idle they hold no more goroutines than
 // idleGoroutines each.
 func TestIdleGoroutines(t *testing.T) {
-	w := newWorld(t)
-	m := w.manager("a")
+	w := tunneltest.NewWorld(t)
+	m := w.Manager("a")
 	before := settledGoroutines(t, -1)
 
 	const tunnels = 4
 	ports := make([]int, tunnels)
 	for i := range ports {
 		ports[i] = sshdtest.FreePort(t)
-		connect(t, m, w.request(fmt.Sprintf("idle-%d", i), ports[i]))
+		connect(t, m, w.Request(fmt.Sprintf("idle-%d", i), ports[i]))
 	}
 	for i := range ports {
 		waitFor(t, m, fmt.Sprintf("idle-%d", i), "connected", state(sshdeck.TunnelConnected))

@@ -343,19 +343,12 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	}
 	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
 	m.runners.Add(1)
-	go func() {
-		defer m.runners.Done()
-		defer close(r.done)
-		// Stopped (nil): whoever stopped it recorded why.
-		if final := rn.run(ctx); final != nil {
-			m.ranOut(k, r, final)
-		}
-	}()
+	go m.runTunnel(ctx, r, rn)
 }
 
-// ranOut records the end of a run that gave up. It is apart from
-// startRun's goroutine, whose frame stays on an idle tunnel's stack.
-func (m *Manager) ranOut(k tunnelKey, r *run, final *sshdeck.TunnelStatus) {
+// ranOut records the end of a run that gave up.
+func (m *Manager) ranOut(r *run, final *sshdeck.TunnelStatus) {
+	k := tunnelKey{r.tunnel.Owner, r.tunnel.Name}
 	m.mu.Lock()
 	if m.runs[k] == r {
 		delete(m.runs, k)
@@ -508,9 +501,22 @@ func (m *Manager) resume(t *sshdeck.Tunnel) {
 	m.startRun(t, creds)
 }
 
-// watch returns a channel told of every status change of the owner's
-// tunnels on this replica, and the function that stops it.
-func (m *Manager) watch(owner string) (<-chan struct{}, func()) {
+// Watch tells a status stream when to read an owner's statuses again.
+type Watch struct {
+	// Changed receives after each change of the owner's tunnels made
+	// through this replica (changes coalesce: one wake-up at most waits).
+	Changed <-chan struct{}
+	// Poll is how often to read the store for the changes made through
+	// other replicas, which only the store knows (Options.StreamPoll).
+	Poll time.Duration
+	stop func()
+}
+
+// Stop ends the watch.
+func (w *Watch) Stop() { w.stop() }
+
+// Watch starts watching the owner's tunnels; Stop ends it.
+func (m *Manager) Watch(owner string) *Watch {
 	ch := make(chan struct{}, 1)
 	m.mu.Lock()
 	if m.watchers[owner] == nil {
@@ -518,14 +524,14 @@ func (m *Manager) watch(owner string) (<-chan struct{}, func()) {
 	}
 	m.watchers[owner][ch] = struct{}{}
 	m.mu.Unlock()
-	return ch, func() {
+	return &Watch{Changed: ch, Poll: m.opts.StreamPoll, stop: func() {
 		m.mu.Lock()
 		delete(m.watchers[owner], ch)
 		if len(m.watchers[owner]) == 0 {
 			delete(m.watchers, owner)
 		}
 		m.mu.Unlock()
-	}
+	}}
 }
 
 func (m *Manager) notify(owner string) {

@@ -5,24 +5,21 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
-	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
 
-// Limits and defaults of a connect request (API.md, operation 1).
+// Limits and defaults of a connect request (API.md, operation 1) besides
+// those it shares with hosts, which are sshdeck's (limits.go): the SSH
+// fields of each hop, and the retries.
 const (
-	MaxNameLen           = 128
-	defaultSSHPort       = 22
-	defaultMaxRetries    = 3
-	maxRetries           = 1000
-	defaultRetryInterval = 5000 // ms
-	minRetryInterval     = 100
-	maxRetryInterval     = 3_600_000
-	maxHostName          = 253
-	maxUsername          = 256
-	maxPassword          = 4096
-	maxKeyPassword       = 1024
+	// MaxNameLen is the longest tunnel name, in characters.
+	MaxNameLen = 128
+	// MinRetryInterval is the shortest retryInterval, in milliseconds.
+	MinRetryInterval = 100
+	// A connect request's retryInterval is in milliseconds.
+	defaultRetryInterval = int(sshdeck.DefaultTunnelRetryInterval / time.Millisecond)
+	maxRetryInterval     = int(sshdeck.MaxTunnelRetryInterval / time.Millisecond)
 	maxHostKeyPin        = 16 << 10
 )
 
@@ -80,7 +77,7 @@ type hopInput struct {
 func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
 	if err = check.First(
 		check.Text("name", req.Name, 1, MaxNameLen, false),
-		check.Text("hostName", req.HostName, 0, maxHostName, false),
+		check.Text("hostName", req.HostName, 0, sshdeck.MaxHostName, false),
 	); err != nil {
 		return
 	}
@@ -96,7 +93,7 @@ func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds 
 	}
 	spec = sshdeck.TunnelSpec{
 		HostName:   req.HostName,
-		MaxRetries: check.OrDefault(req.MaxRetries, defaultMaxRetries),
+		MaxRetries: check.OrDefault(req.MaxRetries, sshdeck.DefaultTunnelRetries),
 		AutoStart:  req.AutoStart,
 		IsPinned:   req.IsPinned,
 	}
@@ -110,8 +107,8 @@ func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds 
 	if err = check.First(
 		check.Port("sourcePort", spec.SourcePort),
 		check.Port("endpointPort", spec.EndpointPort),
-		check.Between("maxRetries", spec.MaxRetries, 0, maxRetries),
-		check.Between("retryInterval", interval, minRetryInterval, maxRetryInterval),
+		check.Between("maxRetries", spec.MaxRetries, 0, sshdeck.MaxTunnelRetries),
+		check.Between("retryInterval", interval, MinRetryInterval, maxRetryInterval),
 	); err != nil {
 		return
 	}
@@ -136,7 +133,7 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 	f := func(name string) string { return in.prefix + name }
 	h := sshdeck.TunnelHop{
 		IP:       in.ip,
-		SSHPort:  check.OrDefault(in.port, defaultSSHPort),
+		SSHPort:  check.OrDefault(in.port, sshdeck.DefaultSSHPort),
 		Username: in.username,
 		Auth:     sshdeck.AuthType(in.auth),
 		KeyType:  check.OrDefault(in.keyType, sshkey.Auto),
@@ -147,15 +144,15 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 			h.Auth = sshdeck.AuthKey
 		}
 	}
-	if len(in.key) > hosts.MaxKeySize {
-		return h, sshdeck.Credentials{}, sshdeck.Errorf(sshdeck.TooLarge, "%s is over %d KiB", f("SSHKey"), hosts.MaxKeySize>>10)
+	if len(in.key) > sshdeck.MaxKeySize {
+		return h, sshdeck.Credentials{}, sshdeck.Errorf(sshdeck.TooLarge, "%s is over %d KiB", f("SSHKey"), sshdeck.MaxKeySize>>10)
 	}
 	err := check.First(
-		check.Text(f("IP"), h.IP, 1, maxHostName, true),
+		check.Text(f("IP"), h.IP, 1, sshdeck.MaxHostName, true),
 		check.Port(f("SSHPort"), h.SSHPort),
-		check.Text(f("Username"), h.Username, 1, maxUsername, false),
-		check.Limit(f("Password"), &in.password, maxPassword),
-		check.Limit(f("KeyPassword"), &in.keyPassword, maxKeyPassword),
+		check.Text(f("Username"), h.Username, 1, sshdeck.MaxUsername, false),
+		check.Limit(f("Password"), &in.password, sshdeck.MaxPassword),
+		check.Limit(f("KeyPassword"), &in.keyPassword, sshdeck.MaxKeyPassword),
 		check.Limit(f("HostKey"), &in.hostKey, maxHostKeyPin),
 	)
 	if err != nil {

@@ -1,4 +1,4 @@
-package tunnel
+package tunnel_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 )
 
 func TestTunnelCarriesData(t *testing.T) {
-	w := newWorld(t)
-	m := w.manager("a")
+	w := tunneltest.NewWorld(t)
+	m := w.Manager("a")
 	port := sshdtest.FreePort(t)
-	if err := m.Connect(context.Background(), owner, w.request("data", port)); err != nil {
+	if err := m.Connect(context.Background(), owner, w.Request("data", port)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, m, "data", "connected", state(sshdeck.TunnelConnected))
@@ -53,10 +54,10 @@ func TestTunnelCarriesData(t *testing.T) {
 // sent, which also come back. Run: go test -run '^$' -bench Throughput
 // ./tunnel-service/tunnel/
 func BenchmarkThroughput(b *testing.B) {
-	w := newWorld(b)
-	m := w.manager("bench")
+	w := tunneltest.NewWorld(b)
+	m := w.Manager("bench")
 	port := sshdtest.FreePort(b)
-	connect(b, m, w.request("bench", port))
+	connect(b, m, w.Request("bench", port))
 	waitFor(b, m, "bench", "connected", state(sshdeck.TunnelConnected))
 	const size = 16 << 20
 	b.SetBytes(size)

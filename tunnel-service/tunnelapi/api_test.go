@@ -1,4 +1,4 @@
-package tunnel
+package tunnelapi
 
 import (
 	"bufio"
@@ -37,14 +37,16 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/shared/web"
+	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
-// The tests of the tunnel service's HTTP API (server.go, stream.go): every
-// request goes through httptest.NewServer(NewHandler(...)) with a real
+// The tests of the tunnel service's HTTP API (api.go, stream.go): every
+// request goes through httptest.NewServer(New(...)) with a real
 // authenticator over the embedded store, every response is checked against
 // openapi.yaml, and no response body, stream or log line may hold a
 // password, a passphrase or a private key that a request sent. Only the
-// tests that need an SSH server to answer use the world of harness_test.go.
+// tests that need an SSH server to answer use a tunneltest.World.
 
 const apiDocument = "../../openapi.yaml"
 
@@ -53,7 +55,7 @@ type apiEnv struct {
 	t       *testing.T
 	store   *embedded.Store
 	sealer  *secret.Sealer
-	manager *Manager
+	manager *tunnel.Manager
 	admin   *auth.Admin
 	url     string
 	client  *http.Client
@@ -70,7 +72,7 @@ type apiEnv struct {
 
 // apiSetup is what an apiEnv may be given instead of its defaults.
 type apiSetup struct {
-	world *world // its store and sealer instead of new ones
+	world *tunneltest.World // its store and sealer instead of new ones
 	deny  []netip.Prefix
 	ping  func(context.Context) error
 }
@@ -80,7 +82,7 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	e := &apiEnv{t: t, logs: &logbuf.Buffer{}}
 	storePath := ""
 	if setup.world != nil {
-		e.store, e.sealer = setup.world.store, setup.world.sealer
+		e.store, e.sealer = setup.world.Store, setup.world.Sealer
 	} else {
 		dir := t.TempDir()
 		storePath = filepath.Join(dir, "sshdeck.db")
@@ -100,9 +102,9 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	t.Cleanup(func() { e.checkNoSecrets(storePath) })
 
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := testOptions("api-test")
+	opts := tunneltest.Options("api-test")
 	opts.Deny, opts.Log = setup.deny, log
-	e.manager = NewManager(e.store, e.sealer, opts)
+	e.manager = tunnel.NewManager(e.store, e.sealer, opts)
 	e.manager.Start()
 	t.Cleanup(func() { e.manager.Shutdown(context.Background()) })
 
@@ -112,7 +114,7 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	if ping == nil {
 		ping = e.store.Ping
 	}
-	srv := httptest.NewServer(NewHandler(ServerConfig{Manager: e.manager, Authenticator: authn, Ping: ping, Logger: log}))
+	srv := httptest.NewServer(New(Config{Manager: e.manager, Authenticator: authn, Ping: ping, Logger: log}))
 	t.Cleanup(srv.Close)
 	e.url, e.client = srv.URL, srv.Client()
 	e.spec = openapitest.Load(t, apiDocument)
@@ -291,23 +293,23 @@ func (e *apiEnv) connect(token string, body map[string]any) {
 
 // status returns a tunnel's status through the API; the test fails unless
 // it is 200.
-func (e *apiEnv) status(token, name string) Status {
+func (e *apiEnv) status(token, name string) tunnel.Status {
 	e.t.Helper()
 	r := e.get(apiStatusPath(name), token)
 	if r.status != http.StatusOK {
 		e.t.Fatalf("status of %q: %d %s", name, r.status, r.body)
 	}
-	var st Status
+	var st tunnel.Status
 	r.decode(e.t, &st)
 	return st
 }
 
 // waitStatus polls a tunnel's status through the API until ok, failing
 // after sshdtest.WaitPatience (a protocol wait, as waitFor's).
-func (e *apiEnv) waitStatus(token, name, what string, ok func(Status) bool) Status {
+func (e *apiEnv) waitStatus(token, name, what string, ok func(tunnel.Status) bool) tunnel.Status {
 	e.t.Helper()
 	deadline := time.Now().Add(sshdtest.WaitPatience)
-	var last Status
+	var last tunnel.Status
 	for time.Now().Before(deadline) {
 		if last = e.status(token, name); ok(last) {
 			return last
@@ -319,13 +321,13 @@ func (e *apiEnv) waitStatus(token, name, what string, ok func(Status) bool) Stat
 }
 
 // statuses returns the caller's status map through the API.
-func (e *apiEnv) statuses(token string) map[string]Status {
+func (e *apiEnv) statuses(token string) map[string]tunnel.Status {
 	e.t.Helper()
 	r := e.get("/ssh/tunnel/status", token)
 	if r.status != http.StatusOK {
 		e.t.Fatalf("statuses: %d %s", r.status, r.body)
 	}
-	var all map[string]Status
+	var all map[string]tunnel.Status
 	r.decode(e.t, &all)
 	return all
 }
@@ -469,7 +471,7 @@ func TestAPIRoutesAreTheDocumentsTunnelOperations(t *testing.T) {
 	}
 	for key, id := range documented {
 		if _, ok := served[key]; !ok {
-			t.Errorf("openapi.yaml has tunnel operation %s (%s) that NewHandler does not serve", key, id)
+			t.Errorf("openapi.yaml has tunnel operation %s (%s) that New does not serve", key, id)
 		}
 	}
 	if op := doc.Paths.Find("/healthz"); op == nil || op.Get == nil {
@@ -515,7 +517,7 @@ func checkAPISchema(t *testing.T, spec *openapitest.Validator, name string, v an
 
 // TestAPISchemasAreTheTypes: the document's ConnectRequest, NameRequest and
 // TunnelStatus have the JSON fields of the Go types, and the limits and
-// defaults of request.go.
+// defaults of the engine's connect request (tunnel/request.go).
 func TestAPISchemasAreTheTypes(t *testing.T) {
 	schemas := openapitest.Load(t, apiDocument).Doc().Components.Schemas
 	for _, tc := range []struct {
@@ -523,9 +525,9 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 		v           any
 		allRequired bool
 	}{
-		{"ConnectRequest", ConnectRequest{}, false},
+		{"ConnectRequest", tunnel.ConnectRequest{}, false},
 		{"NameRequest", NameRequest{}, false},
-		{"TunnelStatus", Status{}, true},
+		{"TunnelStatus", tunnel.Status{}, true},
 		{"Message", Message{}, true},
 	} {
 		s := schemas[tc.schema]
@@ -574,14 +576,14 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 		what      string
 		got, want any
 	}{
-		{"name maxLength", prop("name").MaxLength != nil && *prop("name").MaxLength == MaxNameLen, true},
-		{"maxRetries default", prop("maxRetries").Default, float64(defaultMaxRetries)},
-		{"maxRetries maximum", num(prop("maxRetries").Max), float64(maxRetries)},
-		{"retryInterval default", prop("retryInterval").Default, float64(defaultRetryInterval)},
-		{"retryInterval minimum", num(prop("retryInterval").Min), float64(minRetryInterval)},
-		{"retryInterval maximum", num(prop("retryInterval").Max), float64(maxRetryInterval)},
-		{"sourceSSHPort default", prop("sourceSSHPort").Default, float64(defaultSSHPort)},
-		{"endpointSSHPort default", prop("endpointSSHPort").Default, float64(defaultSSHPort)},
+		{"name maxLength", prop("name").MaxLength != nil && *prop("name").MaxLength == tunnel.MaxNameLen, true},
+		{"maxRetries default", prop("maxRetries").Default, float64(sshdeck.DefaultTunnelRetries)},
+		{"maxRetries maximum", num(prop("maxRetries").Max), float64(sshdeck.MaxTunnelRetries)},
+		{"retryInterval default", prop("retryInterval").Default, float64(sshdeck.DefaultTunnelRetryInterval / time.Millisecond)},
+		{"retryInterval minimum", num(prop("retryInterval").Min), float64(tunnel.MinRetryInterval)},
+		{"retryInterval maximum", num(prop("retryInterval").Max), float64(sshdeck.MaxTunnelRetryInterval / time.Millisecond)},
+		{"sourceSSHPort default", prop("sourceSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
+		{"endpointSSHPort default", prop("endpointSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
 	} {
 		if !reflect.DeepEqual(tc.got, tc.want) {
 			t.Errorf("ConnectRequest %s: %v, want %v", tc.what, tc.got, tc.want)
@@ -852,7 +854,7 @@ func TestAPIConnectAccepts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		body map[string]any
-		want func(Status) string // what is wrong with the status, or ""
+		want func(tunnel.Status) string // what is wrong with the status, or ""
 	}{
 		// Default SSH ports are 22: on TEST-NET addresses, which nothing
 		// answers, so that no local sshd is dialled.
@@ -860,14 +862,14 @@ func TestAPIConnectAccepts(t *testing.T) {
 			"name": "minimal", "sourceIP": "192.0.2.1", "sourceUsername": "a", "sourcePassword": e.newPassword("pw"),
 			"endpointIP": "192.0.2.2", "endpointUsername": "b", "endpointPassword": e.newPassword("pw"),
 			"sourcePort": 1, "endpointPort": 65535,
-		}, func(st Status) string {
+		}, func(st tunnel.Status) string {
 			if st.MaxRetries != 3 || st.HostName != "" || st.AutoStart || st.IsPinned || st.SourcePort != 1 || st.EndpointPort != 65535 {
 				return "not the defaults"
 			}
 			return ""
 		}},
 		{"nulls are fieldAbsent", withFields(e.tunnelBody("nulls"), "sourceIP", "192.0.2.1", "maxRetries", nil, "retryInterval", nil, "sourceSSHPort", nil,
-			"sourceKeyType", nil, "hostName", nil, "autoStart", nil), func(st Status) string {
+			"sourceKeyType", nil, "hostName", nil, "autoStart", nil), func(st tunnel.Status) string {
 			if st.MaxRetries != 3 {
 				return "maxRetries is not 3"
 			}
@@ -876,7 +878,7 @@ func TestAPIConnectAccepts(t *testing.T) {
 		{"keys and pins", withFields(e.tunnelBody("keys"),
 			"sourceSSHKey", key, "sourceKeyType", "ssh-ed25519", "sourceHostKey", fingerprint,
 			"endpointAuthMethod", "key", "endpointSSHKey", encrypted, "endpointKeyPassword", passphrase, "endpointHostKey", line,
-			"isPinned", true, "maxRetries", 1000, "retryInterval", 3600000, "hostName", strings.Repeat("h", 253)), func(st Status) string {
+			"isPinned", true, "maxRetries", 1000, "retryInterval", 3600000, "hostName", strings.Repeat("h", 253)), func(st tunnel.Status) string {
 			if !st.IsPinned || st.MaxRetries != 1000 {
 				return "isPinned or maxRetries lost"
 			}
@@ -919,24 +921,14 @@ func TestAPIConnectAccepts(t *testing.T) {
 		t.Errorf("defaults stored: %+v", sp)
 	}
 
-	// Only the credentials of each hop's method are kept: a password
-	// method drops a key sent along, a key method a password.
+	// Each hop's method is stored as given; only its credentials are kept
+	// (the engine's TestConnectKeepsTheMethodsCredentials opens them).
 	both := withFields(e.tunnelBody("methods"), "sourceAuthMethod", "password", "sourceSSHKey", key,
 		"endpointAuthMethod", "key", "endpointSSHKey", key)
 	e.connect(e.alice, both)
 	stored, err := e.store.Tunnel(context.Background(), e.aliceID, "methods")
 	if err != nil {
 		t.Fatal(err)
-	}
-	creds, err := openTunnel(context.Background(), e.sealer, stored)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if creds.Source.Password != both["sourcePassword"] || creds.Source.Key != "" {
-		t.Errorf("source (password method) kept key %t, password %t", creds.Source.Key != "", creds.Source.Password != "")
-	}
-	if creds.Endpoint.Key != key || creds.Endpoint.Password != "" {
-		t.Errorf("endpoint (key method) kept key %t, password %t", creds.Endpoint.Key != "", creds.Endpoint.Password != "")
 	}
 	if stored.Spec.Source.Auth != sshdeck.AuthPassword || stored.Spec.Endpoint.Auth != sshdeck.AuthKey {
 		t.Errorf("methods stored as %s and %s", stored.Spec.Source.Auth, stored.Spec.Endpoint.Auth)
@@ -958,7 +950,7 @@ func TestAPIStatusesAreTheCallers(t *testing.T) {
 	e.connect(e.bob, withFields(e.tunnelBody("only-bob"), "hostName", "bob-only-bob"))
 	e.connect(e.bob, running(withFields(e.tunnelBody("bob-running"), "hostName", "bob-bob-running")))
 
-	keys := func(m map[string]Status) []string {
+	keys := func(m map[string]tunnel.Status) []string {
 		var out []string
 		for k, st := range m {
 			if st.Name != k {
@@ -1024,7 +1016,7 @@ func TestAPIDisconnectAndCancel(t *testing.T) {
 	// Tunnels that keep retrying, an hour apart: caught waiting.
 	for _, name := range []string{"to disconnect", "to/cancel"} {
 		e.connect(e.alice, withFields(e.tunnelBody(name), "maxRetries", 1000, "retryInterval", 3600000))
-		st := e.waitStatus(e.alice, name, "waiting", func(st Status) bool { return st.Status == sshdeck.TunnelWaiting })
+		st := e.waitStatus(e.alice, name, "waiting", func(st tunnel.Status) bool { return st.Status == sshdeck.TunnelWaiting })
 		if st.ErrorType == nil || *st.ErrorType != sshdeck.TunnelErrNetwork || st.NextRetryIn < 3500 || st.RetryCount != 1 {
 			t.Errorf("waiting after a refused connection: %+v", st)
 		}
@@ -1044,8 +1036,10 @@ func TestAPIDisconnectAndCancel(t *testing.T) {
 				t.Errorf("after %s: %+v", tc.op, st)
 			}
 		}
-		if e.manager.running(tunnelKey{e.aliceID, tc.name}) {
-			t.Errorf("%q still runs after %s", tc.name, tc.op)
+		// Stopped here: the run is gone (the engine's
+		// TestDisconnectAndCancel checks that for both) and its lease with it.
+		if stored, err := e.store.Tunnel(context.Background(), e.aliceID, tc.name); err != nil || stored.Lease.Holder != "" {
+			t.Errorf("%q after %s: lease held by %q (%v)", tc.name, tc.op, stored.Lease.Holder, err)
 		}
 	}
 }
@@ -1161,7 +1155,7 @@ func readSSE(ctx context.Context, r io.Reader, out chan<- sseEvent) error {
 
 // next returns the stream's next status event, failing the test if none
 // comes in time.
-func (s *sseStream) next(t *testing.T) Status {
+func (s *sseStream) next(t *testing.T) tunnel.Status {
 	t.Helper()
 	select {
 	case ev, ok := <-s.events:
@@ -1171,7 +1165,7 @@ func (s *sseStream) next(t *testing.T) Status {
 		if ev.event != "status" {
 			t.Fatalf("event of type %q, want status", ev.event)
 		}
-		var st Status
+		var st tunnel.Status
 		if err := json.Unmarshal([]byte(ev.data), &st); err != nil {
 			t.Fatalf("status event data %q: %v", ev.data, err)
 		}
@@ -1179,7 +1173,7 @@ func (s *sseStream) next(t *testing.T) Status {
 	case <-time.After(sshdtest.WaitPatience): // a protocol wait, as waitFor's
 		t.Fatalf("no status event within %v", sshdtest.WaitPatience)
 	}
-	return Status{}
+	return tunnel.Status{}
 }
 
 // holdingListener accepts TCP connections and says nothing on them: a
@@ -1220,7 +1214,7 @@ func TestAPIStatusStream(t *testing.T) {
 	// Two tunnels that ended before the stream opens: its snapshot.
 	for _, name := range []string{"before-2", "before-1"} {
 		e.connect(e.alice, e.tunnelBody(name))
-		e.waitStatus(e.alice, name, "failed", func(st Status) bool { return st.Status == sshdeck.TunnelFailed })
+		e.waitStatus(e.alice, name, "failed", func(st tunnel.Status) bool { return st.Status == sshdeck.TunnelFailed })
 	}
 	bobs, closeBobs := e.openStream(e.bob)
 	alices, closeAlices := e.openStream(e.alice)
@@ -1292,29 +1286,29 @@ func TestAPIStatusStream(t *testing.T) {
 }
 
 func TestAPITunnelThroughRealHosts(t *testing.T) {
-	w := newWorld(t)
+	w := tunneltest.NewWorld(t)
 	e := newAPIEnv(t, apiSetup{world: w})
-	e.secret(w.key)
+	e.secret(w.Key)
 	port := sshdtest.FreePort(t)
 	body := map[string]any{
 		"name":             "real",
 		"sourceIP":         "127.0.0.1",
-		"sourceSSHPort":    w.source.Port,
+		"sourceSSHPort":    w.Source.Port,
 		"sourceUsername":   "root",
-		"sourceSSHKey":     w.key,
-		"sourceHostKey":    ssh.FingerprintSHA256(w.source.HostKey),
+		"sourceSSHKey":     w.Key,
+		"sourceHostKey":    ssh.FingerprintSHA256(w.Source.HostKey),
 		"endpointIP":       "127.0.0.1",
-		"endpointSSHPort":  w.endpoint.Port,
+		"endpointSSHPort":  w.Endpoint.Port,
 		"endpointUsername": "root",
-		"endpointSSHKey":   w.key,
-		"endpointHostKey":  string(ssh.MarshalAuthorizedKey(w.endpoint.HostKey)),
-		"sourcePort":       w.echoPort,
+		"endpointSSHKey":   w.Key,
+		"endpointHostKey":  string(ssh.MarshalAuthorizedKey(w.Endpoint.HostKey)),
+		"sourcePort":       w.EchoPort,
 		"endpointPort":     port,
 		"maxRetries":       3,
 		"retryInterval":    100,
 	}
 	e.connect(e.alice, body)
-	st := e.waitStatus(e.alice, "real", "connected", func(st Status) bool { return st.Status == sshdeck.TunnelConnected })
+	st := e.waitStatus(e.alice, "real", "connected", func(st tunnel.Status) bool { return st.Status == sshdeck.TunnelConnected })
 	if st.ErrorType != nil || st.RetryCount != 0 {
 		t.Errorf("connected: %+v", st)
 	}
@@ -1340,7 +1334,7 @@ func TestAPITunnelThroughRealHosts(t *testing.T) {
 		{"unknown key", withFields(body, "name", "unknown-key", "endpointSSHKey", otherKey, "endpointPort", sshdtest.FreePort(t)), sshdeck.TunnelErrAuthentication},
 	} {
 		e.connect(e.alice, withFields(tc.body, "maxRetries", 1000))
-		st := e.waitStatus(e.alice, tc.body["name"].(string), "failed", func(st Status) bool { return st.Status == sshdeck.TunnelFailed })
+		st := e.waitStatus(e.alice, tc.body["name"].(string), "failed", func(st tunnel.Status) bool { return st.Status == sshdeck.TunnelFailed })
 		if st.ErrorType == nil || *st.ErrorType != tc.want || st.RetryCount != 0 || st.RetryExhausted {
 			t.Errorf("%s: %+v", tc.name, st)
 		}

@@ -1,4 +1,4 @@
-package tunnel
+package tunnelapi
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/web"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
 // streamPing is how often an idle stream sends a comment, so that proxies
@@ -17,11 +18,12 @@ const streamPing = 15 * time.Second
 // stream serves GET /ssh/tunnel/status/stream: Server-Sent Events, one
 // `status` event (data: a Status) per change of one of the caller's
 // tunnels, starting with the current status of each. Changes made on this
-// replica are sent at once; those of other replicas within StreamPoll.
+// replica are sent at once; those of other replicas within the Manager's
+// StreamPoll.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) error {
 	m := s.Manager
-	wake, stop := m.watch(owner)
-	defer stop()
+	watch := m.Watch(owner)
+	defer watch.Stop()
 	current, err := m.Statuses(r.Context(), owner)
 	if err != nil {
 		return err // nothing sent yet: an error body is still possible
@@ -40,8 +42,8 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 		return nil
 	}
 
-	sent := map[string]Status{}
-	send := func(all map[string]Status) error {
+	sent := map[string]tunnel.Status{}
+	send := func(all map[string]tunnel.Status) error {
 		names := make([]string, 0, len(all))
 		for name := range all {
 			names = append(names, name)
@@ -66,7 +68,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	if err := send(current); err != nil {
 		return nil // the client left
 	}
-	poll := time.NewTicker(m.opts.StreamPoll)
+	poll := time.NewTicker(watch.Poll)
 	defer poll.Stop()
 	ping := time.NewTicker(streamPing)
 	defer ping.Stop()
@@ -79,7 +81,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 				return nil
 			}
 			continue
-		case <-wake:
+		case <-watch.Changed:
 		case <-poll.C:
 		}
 		all, err := m.Statuses(r.Context(), owner)
@@ -97,7 +99,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 
 // sameState reports whether two statuses of a tunnel say the same, the
 // countdown to the next retry aside: it is not a change.
-func sameState(a, b Status) bool {
+func sameState(a, b tunnel.Status) bool {
 	if (a.ErrorType == nil) != (b.ErrorType == nil) || a.ErrorType != nil && *a.ErrorType != *b.ErrorType ||
 		!a.UpdatedAt.Equal(b.UpdatedAt) {
 		return false

@@ -1,28 +1,33 @@
-package tunnel
+package tunnelapi
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
 
-	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
-// ServerConfig is what the tunnel API needs.
-type ServerConfig struct {
-	Manager *Manager
+// Authenticator turns an Authorization header into the caller.
+type Authenticator interface {
+	Authenticate(ctx context.Context, header string) (sshdeck.Principal, error)
+}
+
+// Config is what the tunnel API needs.
+type Config struct {
+	Manager *tunnel.Manager
 	// Authenticator checks bearer tokens against the store, as the rest of
 	// the API does.
-	Authenticator api.Authenticator
+	Authenticator Authenticator
 	// Ping reports whether the store answers, for /healthz.
 	Ping   func(context.Context) error
 	Logger *slog.Logger
 }
 
 type server struct {
-	ServerConfig
+	Config
 	log *slog.Logger
 }
 
@@ -30,12 +35,12 @@ type server struct {
 // written as the contract's error body.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, owner string) error
 
-// NewHandler serves the tunnel API ({tunnel_url}).
-func NewHandler(cfg ServerConfig) http.Handler {
+// New serves the tunnel API ({tunnel_url}).
+func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{ServerConfig: cfg, log: cfg.Logger}
+	s := &server{Config: cfg, log: cfg.Logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, "tunnel-healthz", "")
@@ -89,7 +94,7 @@ type Message struct {
 }
 
 func (s *server) connect(w http.ResponseWriter, r *http.Request, owner string) error {
-	var req ConnectRequest
+	var req tunnel.ConnectRequest
 	if err := web.DecodeBody(w, r, &req); err != nil {
 		return err
 	}

@@ -1,0 +1,13 @@
+// Package tunnelapi is the tunnel service's HTTP API ({tunnel_url},
+// API.md's tunnel operations) over the engine of tunnel-service/tunnel,
+// built on shared/web like the rest of sshdeck's API:
+//   - api.go: New, the route table (each route's name is its operationId
+//     in openapi.yaml), bearer authentication, and the handlers of connect,
+//     status, disconnect and cancel, which decode a body, call the
+//     Manager, and write its answer or its error;
+//   - stream.go: GET /ssh/tunnel/status/stream, the Server-Sent Events of
+//     the caller's statuses, woken by the Manager's Watch.
+//
+// It holds no tunnel state of its own: what a tunnel is, how a request is
+// checked and what its status says are the engine's.
+package tunnelapi
