@@ -132,14 +132,14 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "4")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 4") {
-		t.Fatalf("Open of a schema-4 file: got %v, want an error naming schema 4", err)
+	setSchema(t, path, "5")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 5") {
+		t.Fatalf("Open of a schema-5 file: got %v, want an error naming schema 5", err)
 	}
 }
 
 // downgrade makes a closed store's file as an older sshdeck left it: at
-// schema, without the buckets added since.
+// schema, without the buckets added since, its hosts in JSON.
 func downgrade(t *testing.T, path, schema string, added ...[]byte) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
@@ -151,6 +151,9 @@ func downgrade(t *testing.T, path, schema string, added ...[]byte) {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
+		}
+		if err := hostsToJSON(tx); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, []byte(schema))
 	})
@@ -164,8 +167,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "3" {
-		t.Fatalf("schema after opening: got %q, want 3", schema)
+	if schema != "4" {
+		t.Fatalf("schema after opening: got %q, want 4", schema)
 	}
 }
 
