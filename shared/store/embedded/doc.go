@@ -42,7 +42,9 @@
 // tunnels and known_hosts, which creating the missing buckets adds; schemas
 // 1 to 3 stored hosts as JSON (migrate.go's schema3Host), which
 // migrateHosts rewrites in binary before schema 4 is recorded. The other
-// kinds' values did not change.
+// kinds' values did not change. testdata/schema3 is a data directory that
+// sshdeck wrote at schema 3, with the script that made it; TestSchema3Fixture
+// opens it.
 //
 // Host keys are big-endian so that a cursor walks them in id order, and a
 // host's file entries, and each kind of them, are one key range. Alerts,
