@@ -320,7 +320,7 @@ func (r *hostRecord) appendTo(b []byte) []byte {
 	for _, t := range r.tags {
 		b = appendString(b, t)
 	}
-	b = append(b, flag(r.pin, hostPin)|flag(r.terminal, hostTerminal)|flag(r.tunnel, hostTunnel)|flag(r.fileManager, hostFileManager))
+	b = append(b, bitIf(r.pin, hostPin)|bitIf(r.terminal, hostTerminal)|bitIf(r.tunnel, hostTunnel)|bitIf(r.fileManager, hostFileManager))
 	b = appendString(b, r.authType)
 	b = appendString(b, r.keyType)
 	b = appendString(b, r.defaultPath)
@@ -340,7 +340,7 @@ func (r *hostRecord) appendTo(b []byte) []byte {
 	return appendTime(b, r.updatedAt)
 }
 
-func flag(set bool, bit byte) byte {
+func bitIf(set bool, bit byte) byte {
 	if set {
 		return bit
 	}
