@@ -47,7 +47,7 @@ func appendTime(b []byte, t time.Time) []byte {
 //
 // A decoder never panics on a corrupt or truncated record: the first
 // problem is kept in err, every read after it returns a zero value, and
-// end reports it. Errors give positions and sizes, never stored bytes.
+// end reports it. Errors give positions and sizes, never what is stored.
 type decoder struct {
 	data []byte // the record, in the memory map: read, never kept
 	text string // data copied: the strings are cut from it
@@ -129,7 +129,7 @@ func (d *decoder) uint64() uint64 {
 func (d *decoder) count(min int) int {
 	n := d.uint64()
 	if rest := uint64(len(d.data) - d.off); n > rest/uint64(min) {
-		d.fail("a count of %d overruns the record's %d bytes left", n, rest)
+		d.fail("a count past the end of the record (%d bytes left)", rest)
 		return 0
 	}
 	return int(n)
@@ -160,7 +160,7 @@ func (d *decoder) bool() bool {
 	case 1:
 		return true
 	default:
-		d.fail("a bool of %d", c)
+		d.fail("a bool that is neither 0 nor 1")
 		return false
 	}
 }
@@ -169,7 +169,7 @@ func (d *decoder) time() time.Time {
 	sec := d.int64()
 	nsec := d.uint64()
 	if nsec >= uint64(time.Second) {
-		d.fail("%d nanoseconds in a second", nsec)
+		d.fail("a time's nanoseconds are a second or more")
 		return time.Time{}
 	}
 	if d.err != nil {

@@ -370,7 +370,7 @@ func (r *hostRecord) decode(data []byte) error {
 	}
 	flags := d.byte()
 	if flags&^(hostPin|hostTerminal|hostTunnel|hostFileManager) != 0 {
-		d.fail("unknown flags %#x", flags)
+		d.fail("unknown flags")
 	}
 	r.pin, r.terminal, r.tunnel, r.fileManager = flags&hostPin != 0, flags&hostTerminal != 0, flags&hostTunnel != 0, flags&hostFileManager != 0
 	r.authType = d.string()
