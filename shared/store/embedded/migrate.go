@@ -27,7 +27,7 @@ func migrateHosts(tx *bolt.Tx) error {
 			var old schema3Host
 			if err := json.Unmarshal(v, &old); err != nil {
 				// Not json's message: it may quote the value.
-				return fmt.Errorf("the host at key %x is not the JSON of schema 3", k)
+				return fmt.Errorf("host %x of owner %q is not the JSON of schema 3", k, owner)
 			}
 			keys = append(keys, append([]byte(nil), k...))
 			values = append(values, old.record().appendTo(nil))

@@ -11,7 +11,10 @@
 #
 # It needs curl, ssh-keygen and python3 (a static stand-in for GitHub's
 # releases API), and leaves sshdeck.db and secret.key next to itself. The
-# test checks what this script creates: change both together.
+# test checks what this script creates: change both together. Every run
+# makes new ids, times and keys; dump a new file (with bbolt's CLI, or a
+# few lines of Go over bolt.Tx.ForEach) for the constants of
+# fixture_test.go.
 set -euo pipefail
 
 BIN=${1:?usage: make.sh PATH-TO-SSHDECK-AT-f1c5383}
