@@ -17,10 +17,10 @@ func (s *Store) CreateAlert(ctx context.Context, a *sshdeck.Alert) error {
 		if b.Get([]byte(a.ID)) != nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "alert %s exists", a.ID)
 		}
-		if err := purge(b, func(old *sshdeck.Alert) bool { return old.Expired(a.CreatedAt) }); err != nil {
+		if err := purge(b, func(old *alertRecord) bool { return old.alert().Expired(a.CreatedAt) }); err != nil {
 			return err
 		}
-		return putJSON(b, []byte(a.ID), a)
+		return putJSON(b, []byte(a.ID), alertRecordOf(a))
 	})
 }
 
@@ -28,8 +28,8 @@ func (s *Store) CreateAlert(ctx context.Context, a *sshdeck.Alert) error {
 func (s *Store) Alerts(ctx context.Context, now time.Time) ([]*sshdeck.Alert, error) {
 	alerts := []*sshdeck.Alert{}
 	err := s.view(ctx, "alerts", func(tx *bolt.Tx) error {
-		return forEachJSON(tx.Bucket(bucketAlerts), func(a *sshdeck.Alert) error {
-			if !a.Expired(now) {
+		return forEachJSON(tx.Bucket(bucketAlerts), func(r *alertRecord) error {
+			if a := r.alert(); !a.Expired(now) {
 				alerts = append(alerts, a)
 			}
 			return nil
@@ -59,10 +59,10 @@ func (s *Store) DismissAlert(ctx context.Context, d *sshdeck.Dismissal) error {
 		if err != nil {
 			return err
 		}
-		if err := purge(b, func(old *sshdeck.Dismissal) bool { return !d.At.Before(old.Until) }); err != nil {
+		if err := purge(b, func(old *dismissalRecord) bool { return !d.At.Before(old.Until) }); err != nil {
 			return err
 		}
-		return putJSON(b, []byte(d.AlertID), d)
+		return putJSON(b, []byte(d.AlertID), dismissalRecordOf(d))
 	})
 }
 
@@ -74,9 +74,9 @@ func (s *Store) Dismissals(ctx context.Context, userID string, now time.Time) ([
 		if b == nil {
 			return nil
 		}
-		return forEachJSON(b, func(d *sshdeck.Dismissal) error {
-			if now.Before(d.Until) {
-				ds = append(ds, d)
+		return forEachJSON(b, func(r *dismissalRecord) error {
+			if now.Before(r.Until) {
+				ds = append(ds, r.dismissal())
 			}
 			return nil
 		})
@@ -85,4 +85,67 @@ func (s *Store) Dismissals(ctx context.Context, userID string, now time.Time) ([
 		return nil, err
 	}
 	return ds, nil
+}
+
+// alertRecord is a published alert as stored, JSON under the names of
+// schema 2; a zero CreatedAt is left out, as it always was.
+type alertRecord struct {
+	ID         string    `json:"id"`
+	Title      string    `json:"title"`
+	Message    string    `json:"message"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	Priority   string    `json:"priority"`
+	Type       string    `json:"type"`
+	ActionURL  string    `json:"actionUrl"`
+	ActionText string    `json:"actionText"`
+	CreatedAt  time.Time `json:"createdAt,omitzero"`
+}
+
+func (*alertRecord) jsonRecord() {}
+
+func alertRecordOf(a *sshdeck.Alert) *alertRecord {
+	return &alertRecord{
+		ID:         a.ID,
+		Title:      a.Title,
+		Message:    a.Message,
+		ExpiresAt:  a.ExpiresAt,
+		Priority:   string(a.Priority),
+		Type:       string(a.Type),
+		ActionURL:  a.ActionURL,
+		ActionText: a.ActionText,
+		CreatedAt:  a.CreatedAt,
+	}
+}
+
+func (r *alertRecord) alert() *sshdeck.Alert {
+	return &sshdeck.Alert{
+		ID:         r.ID,
+		Title:      r.Title,
+		Message:    r.Message,
+		ExpiresAt:  r.ExpiresAt,
+		Priority:   sshdeck.Priority(r.Priority),
+		Type:       sshdeck.AlertType(r.Type),
+		ActionURL:  r.ActionURL,
+		ActionText: r.ActionText,
+		CreatedAt:  r.CreatedAt,
+	}
+}
+
+// dismissalRecord is a user's dismissal as stored, JSON under the names of
+// schema 2.
+type dismissalRecord struct {
+	UserID  string    `json:"userId"`
+	AlertID string    `json:"alertId"`
+	At      time.Time `json:"at"`
+	Until   time.Time `json:"until"`
+}
+
+func (*dismissalRecord) jsonRecord() {}
+
+func dismissalRecordOf(d *sshdeck.Dismissal) *dismissalRecord {
+	return &dismissalRecord{UserID: d.UserID, AlertID: d.AlertID, At: d.At, Until: d.Until}
+}
+
+func (r *dismissalRecord) dismissal() *sshdeck.Dismissal {
+	return &sshdeck.Dismissal{UserID: r.UserID, AlertID: r.AlertID, At: r.At, Until: r.Until}
 }

@@ -12,20 +12,20 @@ import (
 // CacheEntry returns the entry at key; NotFound when absent or past its
 // KeepUntil.
 func (s *Store) CacheEntry(ctx context.Context, key string, now time.Time) (*sshdeck.CacheEntry, error) {
-	var e sshdeck.CacheEntry
+	var r cacheRecord
 	found := false
 	err := s.view(ctx, "cache entry", func(tx *bolt.Tx) error {
 		var err error
-		found, err = getJSON(tx.Bucket(bucketCache), []byte(key), &e)
+		found, err = getJSON(tx.Bucket(bucketCache), []byte(key), &r)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !found || !now.Before(e.KeepUntil) {
+	if !found || !now.Before(r.KeepUntil) {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "no cache entry %q", key)
 	}
-	return &e, nil
+	return r.entry(), nil
 }
 
 // PutCacheEntry stores e, and forgets the entries past their KeepUntil.
@@ -35,9 +35,28 @@ func (s *Store) PutCacheEntry(ctx context.Context, e *sshdeck.CacheEntry) error 
 	}
 	return s.update(ctx, "put cache entry", func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketCache)
-		if err := purge(b, func(old *sshdeck.CacheEntry) bool { return !e.StoredAt.Before(old.KeepUntil) }); err != nil {
+		if err := purge(b, func(old *cacheRecord) bool { return !e.StoredAt.Before(old.KeepUntil) }); err != nil {
 			return err
 		}
-		return putJSON(b, []byte(e.Key), e)
+		return putJSON(b, []byte(e.Key), cacheRecordOf(e))
 	})
+}
+
+// cacheRecord is a cache entry as stored, JSON under the names of schema 2
+// (the value in base64, as encoding/json writes bytes).
+type cacheRecord struct {
+	Key       string    `json:"key"`
+	Value     []byte    `json:"value"`
+	StoredAt  time.Time `json:"storedAt"`
+	KeepUntil time.Time `json:"keepUntil"`
+}
+
+func (*cacheRecord) jsonRecord() {}
+
+func cacheRecordOf(e *sshdeck.CacheEntry) *cacheRecord {
+	return &cacheRecord{Key: e.Key, Value: e.Value, StoredAt: e.StoredAt, KeepUntil: e.KeepUntil}
+}
+
+func (r *cacheRecord) entry() *sshdeck.CacheEntry {
+	return &sshdeck.CacheEntry{Key: r.Key, Value: r.Value, StoredAt: r.StoredAt, KeepUntil: r.KeepUntil}
 }

@@ -22,6 +22,16 @@ import (
 // write function may run more than once, each time in a new transaction,
 // which every write of this package allows: they only read and write
 // through their transaction (and set results that the last run decides).
+//
+// It is kept for speed only, behind one seam: Store.commit, which
+// Store.update calls and nothing else knows of; with s.db.Update(fn) as
+// its body the store would behave the same, only slower under concurrent
+// writes. BenchmarkConcurrentWrites (bench_test.go) pays for it. On the
+// 2-core machine it was written on, small writes by 64 goroutines took
+// 24 µs each through it, 394 µs through db.Update (a commit and fsync
+// each) and 189 µs through db.Batch (whose batches wait 10 ms to fill);
+// a lone write took 254 µs through it, 236 µs through db.Update and 11.9
+// ms through db.Batch.
 
 type groupCommit struct {
 	mu      sync.Mutex // guards pending

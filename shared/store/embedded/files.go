@@ -22,14 +22,14 @@ func (s *Store) PutRecentFile(ctx context.Context, e *sshdeck.FileEntry, keep in
 			return err
 		}
 		key := fileKey(e.HostID, e.Kind, e.Path)
-		stored := *e
-		var prev sshdeck.FileEntry
+		stored := fileRecordOf(e)
+		var prev fileRecord
 		if found, err := getJSON(b, key, &prev); err != nil {
 			return err
 		} else if found {
 			stored.CreatedAt = prev.CreatedAt
 		}
-		if err := putJSON(b, key, &stored); err != nil {
+		if err := putJSON(b, key, stored); err != nil {
 			return err
 		}
 		return trimRecent(b, e.HostID, keep)
@@ -53,9 +53,7 @@ func trimRecent(b *bolt.Bucket, hostID int64, keep int) error {
 	// The path is the key's rest; the time is all the order needs besides.
 	entries := make([]*sshdeck.FileEntry, 0, n)
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var stamp struct {
-			LastOpened time.Time `json:"lastOpened"`
-		}
+		var stamp fileStamp
 		if err := json.Unmarshal(v, &stamp); err != nil {
 			return fmt.Errorf("decode value of key %q: %w", k, err)
 		}
@@ -93,7 +91,7 @@ func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, max int) 
 			return sshdeck.Errorf(sshdeck.Conflict, "host %d has %d shortcuts, the most it may have; delete one first", e.HostID, max)
 		}
 		added = true
-		return putJSON(b, key, e)
+		return putJSON(b, key, fileRecordOf(e))
 	})
 	return added, err
 }
@@ -175,11 +173,11 @@ func loadFiles(b *bolt.Bucket, hostID int64, kind sshdeck.FileKind) ([]*sshdeck.
 	prefix := filePrefix(hostID, kind)
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		var e sshdeck.FileEntry
-		if _, err := getJSON(b, k, &e); err != nil {
+		var r fileRecord
+		if _, err := getJSON(b, k, &r); err != nil {
 			return nil, err
 		}
-		entries = append(entries, &e)
+		entries = append(entries, r.entry())
 	}
 	sshdeck.SortFiles(entries, kind)
 	return entries, nil
@@ -197,4 +195,53 @@ func filePrefix(hostID int64, kind sshdeck.FileKind) []byte {
 		k = 'r'
 	}
 	return append(hostKey(hostID), k)
+}
+
+// fileRecord is a file-manager entry as stored, JSON under the names of
+// schema 2. Owner, HostID, Kind and Path are also in the bucket and the key.
+type fileRecord struct {
+	Owner        string    `json:"owner"`
+	HostID       int64     `json:"hostId"`
+	Kind         string    `json:"kind"`
+	Path         string    `json:"path"`
+	Name         string    `json:"name"`
+	IsSSH        bool      `json:"isSSH"`
+	SSHSessionID string    `json:"sshSessionId"`
+	CreatedAt    time.Time `json:"createdAt"`
+	LastOpened   time.Time `json:"lastOpened"`
+}
+
+// fileStamp is the one field of a fileRecord that trimRecent decodes.
+type fileStamp struct {
+	LastOpened time.Time `json:"lastOpened"`
+}
+
+func (*fileRecord) jsonRecord() {}
+
+func fileRecordOf(e *sshdeck.FileEntry) *fileRecord {
+	return &fileRecord{
+		Owner:        e.Owner,
+		HostID:       e.HostID,
+		Kind:         string(e.Kind),
+		Path:         e.Path,
+		Name:         e.Name,
+		IsSSH:        e.IsSSH,
+		SSHSessionID: e.SSHSessionID,
+		CreatedAt:    e.CreatedAt,
+		LastOpened:   e.LastOpened,
+	}
+}
+
+func (r *fileRecord) entry() *sshdeck.FileEntry {
+	return &sshdeck.FileEntry{
+		Owner:        r.Owner,
+		HostID:       r.HostID,
+		Kind:         sshdeck.FileKind(r.Kind),
+		Path:         r.Path,
+		Name:         r.Name,
+		IsSSH:        r.IsSSH,
+		SSHSessionID: r.SSHSessionID,
+		CreatedAt:    r.CreatedAt,
+		LastOpened:   r.LastOpened,
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -51,7 +52,7 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
 				return err
 			}
 		}
-		return putJSON(b, key, h)
+		return putHost(b, h)
 	})
 }
 
@@ -79,12 +80,12 @@ func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int)
 			return nil
 		}
 		c := b.Cursor()
-		for k, _ := c.Seek(hostKey(max(after, 0) + 1)); k != nil && (limit <= 0 || len(hosts) < limit); k, _ = c.Next() {
-			var h sshdeck.Host
-			if _, err := getJSON(b, k, &h); err != nil {
+		for k, v := c.Seek(hostKey(max(after, 0) + 1)); k != nil && (limit <= 0 || len(hosts) < limit); k, v = c.Next() {
+			h, err := decodeHost(k, v)
+			if err != nil {
 				return err
 			}
-			hosts = append(hosts, &h)
+			hosts = append(hosts, h)
 		}
 		return nil
 	})
@@ -106,7 +107,7 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 		if stored.Version != h.Version-1 {
 			return sshdeck.Errorf(sshdeck.Conflict, "host %d changed since version %d", h.ID, h.Version-1)
 		}
-		return putJSON(b, hostKey(h.ID), h)
+		return putHost(b, h)
 	})
 }
 
@@ -138,20 +139,260 @@ func ownerBucket(tx *bolt.Tx, owner string) *bolt.Bucket {
 }
 
 func loadHost(b *bolt.Bucket, id int64) (*sshdeck.Host, error) {
-	var h sshdeck.Host
-	found := false
 	if b != nil && id > 0 {
-		var err error
-		if found, err = getJSON(b, hostKey(id), &h); err != nil {
-			return nil, err
+		key := hostKey(id)
+		if v := b.Get(key); v != nil {
+			return decodeHost(key, v)
 		}
 	}
-	if !found {
-		return nil, sshdeck.Errorf(sshdeck.NotFound, "host %d not found", id)
+	return nil, sshdeck.Errorf(sshdeck.NotFound, "host %d not found", id)
+}
+
+func putHost(b *bolt.Bucket, h *sshdeck.Host) error {
+	return b.Put(hostKey(h.ID), hostRecordOf(h).appendTo(nil))
+}
+
+// decodeHost decodes the value v at key k of an owner's bucket.
+func decodeHost(k, v []byte) (*sshdeck.Host, error) {
+	var r hostRecord
+	if err := r.decode(v); err != nil {
+		return nil, fmt.Errorf("host record at key %x: %w", k, err)
 	}
-	return &h, nil
+	if len(k) != 8 || binary.BigEndian.Uint64(k) != uint64(r.id) {
+		return nil, fmt.Errorf("host record at key %x holds another host's id", k)
+	}
+	return r.host(), nil
 }
 
 func hostKey(id int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(id))
+}
+
+// hostFormat is the format byte that starts every host record: the fields
+// of hostRecord in the order of appendTo. A change of the fields needs a
+// new format byte, which decode must go on reading or a migration (see
+// prepare in store.go) must rewrite.
+const hostFormat = 1
+
+// hostRecord is a host as stored: the store's own fields, whatever
+// sshdeck.Host and the API call theirs. The owner and the id are also the
+// record's bucket and key; the record holds them too so that it stands on
+// its own, and a decode checks the id against the key.
+type hostRecord struct {
+	owner                              string
+	id, version                        int64
+	name, ip                           string
+	port                               int
+	username, folder                   string
+	tags                               []string
+	pin, terminal, tunnel, fileManager bool
+	authType, keyType, defaultPath     string
+	tunnels                            []hostTunnelRecord
+	password, key, keyPassword         []byte // sealed, nil when empty
+	createdAt, updatedAt               time.Time
+}
+
+// hostTunnelRecord is a tunnel a host offers (sshdeck.TunnelConnection).
+type hostTunnelRecord struct {
+	sourcePort, endpointPort int
+	endpointHost             string
+	maxRetries               int
+	retryInterval            int // seconds
+	autoStart                bool
+}
+
+// The bits of the flags byte; the others are zero.
+const (
+	hostPin = 1 << iota
+	hostTerminal
+	hostTunnel
+	hostFileManager
+)
+
+func hostRecordOf(h *sshdeck.Host) *hostRecord {
+	r := &hostRecord{
+		owner:       h.Owner,
+		id:          h.ID,
+		version:     h.Version,
+		name:        h.Name,
+		ip:          h.IP,
+		port:        h.Port,
+		username:    h.Username,
+		folder:      h.Folder,
+		tags:        h.Tags,
+		pin:         h.Pin,
+		terminal:    h.EnableTerminal,
+		tunnel:      h.EnableTunnel,
+		fileManager: h.EnableFileManager,
+		authType:    string(h.AuthType),
+		keyType:     h.KeyType,
+		defaultPath: h.DefaultPath,
+		password:    h.Sealed.Password,
+		key:         h.Sealed.Key,
+		keyPassword: h.Sealed.KeyPassword,
+		createdAt:   h.CreatedAt,
+		updatedAt:   h.UpdatedAt,
+	}
+	for _, t := range h.TunnelConnections {
+		r.tunnels = append(r.tunnels, hostTunnelRecord{
+			sourcePort:    t.SourcePort,
+			endpointPort:  t.EndpointPort,
+			endpointHost:  t.EndpointHost,
+			maxRetries:    t.MaxRetries,
+			retryInterval: t.RetryInterval,
+			autoStart:     t.AutoStart,
+		})
+	}
+	return r
+}
+
+// host returns the domain host. It takes over r's slices: r is not used
+// after it.
+func (r *hostRecord) host() *sshdeck.Host {
+	h := &sshdeck.Host{
+		Owner:   r.owner,
+		ID:      r.id,
+		Version: r.version,
+		HostConfig: sshdeck.HostConfig{
+			Name:              r.name,
+			IP:                r.ip,
+			Port:              r.port,
+			Username:          r.username,
+			Folder:            r.folder,
+			Tags:              r.tags,
+			Pin:               r.pin,
+			AuthType:          sshdeck.AuthType(r.authType),
+			KeyType:           r.keyType,
+			EnableTerminal:    r.terminal,
+			EnableTunnel:      r.tunnel,
+			EnableFileManager: r.fileManager,
+			DefaultPath:       r.defaultPath,
+		},
+		Sealed:    sshdeck.SealedCredentials{Password: r.password, Key: r.key, KeyPassword: r.keyPassword},
+		CreatedAt: r.createdAt,
+		UpdatedAt: r.updatedAt,
+	}
+	if len(r.tunnels) > 0 {
+		h.TunnelConnections = make([]sshdeck.TunnelConnection, len(r.tunnels))
+		for i, t := range r.tunnels {
+			h.TunnelConnections[i] = sshdeck.TunnelConnection{
+				SourcePort:    t.sourcePort,
+				EndpointPort:  t.endpointPort,
+				EndpointHost:  t.endpointHost,
+				MaxRetries:    t.maxRetries,
+				RetryInterval: t.retryInterval,
+				AutoStart:     t.autoStart,
+			}
+		}
+	}
+	return h
+}
+
+// appendTo appends the record in format hostFormat to b:
+//
+//	format byte            hostFormat
+//	owner                  string
+//	id, version            int
+//	name, ip               string
+//	port                   int
+//	username, folder       string
+//	tags                   count, then each a string
+//	flags                  byte: hostPin | hostTerminal | hostTunnel | hostFileManager
+//	authType, keyType,
+//	defaultPath            string
+//	tunnels                count, then each: sourcePort, endpointPort (int),
+//	                       endpointHost (string), maxRetries,
+//	                       retryInterval (int), autoStart (bool)
+//	password, key,
+//	keyPassword            bytes
+//	createdAt, updatedAt   time
+func (r *hostRecord) appendTo(b []byte) []byte {
+	b = append(b, hostFormat)
+	b = appendString(b, r.owner)
+	b = appendInt(b, r.id)
+	b = appendInt(b, r.version)
+	b = appendString(b, r.name)
+	b = appendString(b, r.ip)
+	b = appendInt(b, int64(r.port))
+	b = appendString(b, r.username)
+	b = appendString(b, r.folder)
+	b = appendCount(b, len(r.tags))
+	for _, t := range r.tags {
+		b = appendString(b, t)
+	}
+	b = append(b, bitIf(r.pin, hostPin)|bitIf(r.terminal, hostTerminal)|bitIf(r.tunnel, hostTunnel)|bitIf(r.fileManager, hostFileManager))
+	b = appendString(b, r.authType)
+	b = appendString(b, r.keyType)
+	b = appendString(b, r.defaultPath)
+	b = appendCount(b, len(r.tunnels))
+	for _, t := range r.tunnels {
+		b = appendInt(b, int64(t.sourcePort))
+		b = appendInt(b, int64(t.endpointPort))
+		b = appendString(b, t.endpointHost)
+		b = appendInt(b, int64(t.maxRetries))
+		b = appendInt(b, int64(t.retryInterval))
+		b = appendBool(b, t.autoStart)
+	}
+	b = appendBytes(b, r.password)
+	b = appendBytes(b, r.key)
+	b = appendBytes(b, r.keyPassword)
+	b = appendTime(b, r.createdAt)
+	return appendTime(b, r.updatedAt)
+}
+
+func bitIf(set bool, bit byte) byte {
+	if set {
+		return bit
+	}
+	return 0
+}
+
+// decode reads a record that appendTo wrote; an error for anything else.
+// Empty lists come back nil.
+func (r *hostRecord) decode(data []byte) error {
+	d := newDecoder(data)
+	if f := d.byte(); d.err == nil && f != hostFormat {
+		return fmt.Errorf("unknown host format %d", f)
+	}
+	r.owner = d.string()
+	r.id = d.int64()
+	r.version = d.int64()
+	r.name = d.string()
+	r.ip = d.string()
+	r.port = d.int()
+	r.username = d.string()
+	r.folder = d.string()
+	if n := d.count(1); n > 0 {
+		r.tags = make([]string, n)
+		for i := range r.tags {
+			r.tags[i] = d.string()
+		}
+	}
+	flags := d.byte()
+	if flags&^(hostPin|hostTerminal|hostTunnel|hostFileManager) != 0 {
+		d.fail("unknown flags")
+	}
+	r.pin, r.terminal, r.tunnel, r.fileManager = flags&hostPin != 0, flags&hostTerminal != 0, flags&hostTunnel != 0, flags&hostFileManager != 0
+	r.authType = d.string()
+	r.keyType = d.string()
+	r.defaultPath = d.string()
+	// A tunnel takes 6 bytes at least: 5 varints or counts and a bool.
+	if n := d.count(6); n > 0 {
+		r.tunnels = make([]hostTunnelRecord, n)
+		for i := range r.tunnels {
+			t := &r.tunnels[i]
+			t.sourcePort = d.int()
+			t.endpointPort = d.int()
+			t.endpointHost = d.string()
+			t.maxRetries = d.int()
+			t.retryInterval = d.int()
+			t.autoStart = d.bool()
+		}
+	}
+	r.password = d.bytes()
+	r.key = d.bytes()
+	r.keyPassword = d.bytes()
+	r.createdAt = d.time()
+	r.updatedAt = d.time()
+	return d.end()
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // schemaVersion is the layout this package reads and writes (see the package
-// comment). Raise it with a migration in open when the layout changes.
-const schemaVersion = 3
+// comment). Raise it with a migration in prepare when the layout changes.
+const schemaVersion = 4
 
 var (
 	bucketMeta        = []byte("meta")
@@ -64,14 +64,18 @@ func Open(path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// prepare creates the buckets of a new file and refuses a file written by a
-// newer sshdeck, whose layout this one could corrupt. Schemas 2 and 3 only
-// added buckets, so creating the missing ones migrates a schema 1 or 2 file.
+// prepare creates the buckets of a new file, migrates an older one, and
+// refuses a file written by a newer sshdeck, whose layout this one could
+// corrupt. Schemas 2 and 3 only added buckets, which creating the missing
+// ones adds; schema 4 stores hosts in binary, which migrateHosts rewrites.
+// It all happens in the one transaction of Open: a crash leaves the file
+// as it was.
 func prepare(tx *bolt.Tx) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
 		return err
 	}
+	schema := 0 // a new file
 	if v := meta.Get(keySchema); v != nil {
 		n, err := strconv.Atoi(string(v))
 		if err != nil || n < 1 {
@@ -80,10 +84,19 @@ func prepare(tx *bolt.Tx) error {
 		if n > schemaVersion {
 			return fmt.Errorf("the file has schema %d, newer than schema %d of this sshdeck; upgrade sshdeck", n, schemaVersion)
 		}
+		schema = n
 	}
 	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
+		}
+	}
+	if schema == schemaVersion {
+		return nil
+	}
+	if schema > 0 && schema < 4 {
+		if err := migrateHosts(tx); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", schema, schemaVersion, err)
 		}
 	}
 	return meta.Put(keySchema, []byte(strconv.Itoa(schemaVersion)))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -132,14 +133,14 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "4")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 4") {
-		t.Fatalf("Open of a schema-4 file: got %v, want an error naming schema 4", err)
+	setSchema(t, path, "5")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 5") {
+		t.Fatalf("Open of a schema-5 file: got %v, want an error naming schema 5", err)
 	}
 }
 
 // downgrade makes a closed store's file as an older sshdeck left it: at
-// schema, without the buckets added since.
+// schema, without the buckets added since, its hosts in JSON.
 func downgrade(t *testing.T, path, schema string, added ...[]byte) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
@@ -151,6 +152,9 @@ func downgrade(t *testing.T, path, schema string, added ...[]byte) {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
+		}
+		if err := hostsToJSON(tx); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, []byte(schema))
 	})
@@ -164,8 +168,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "3" {
-		t.Fatalf("schema after opening: got %q, want 3", schema)
+	if schema != "4" {
+		t.Fatalf("schema after opening: got %q, want 4", schema)
 	}
 }
 
@@ -250,6 +254,41 @@ func TestSchema2Migrates(t *testing.T) {
 	}
 	if _, err := s.KnownHost(ctx, "alice", "10.0.0.5:22"); err != nil {
 		t.Fatalf("KnownHost after reopening: %v", err)
+	}
+}
+
+// TestMigrationFailureKeepsFile: a schema-3 host that is not JSON stops
+// Open, with an error that does not quote it, and the file stays as it
+// was: at schema 3, its other host still JSON.
+func TestMigrationFailureKeepsFile(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t)
+	for _, id := range []int64{1, 2} {
+		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	downgrade(t, path, "3")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketHosts).Bucket([]byte("alice")).Put(hostKey(2), []byte("secret-ish garbage"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, path)
+
+	_, err = Open(path)
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 4") || strings.Contains(err.Error(), "garbage") {
+		t.Fatalf("Open of a file with a corrupt host: %v", err)
+	}
+	if after := snapshot(t, path); !reflect.DeepEqual(after, before) {
+		t.Fatal("the failed migration changed the file")
 	}
 }
 

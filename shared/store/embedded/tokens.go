@@ -26,7 +26,7 @@ func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
 		if hashes.Get([]byte(t.Hash)) != nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "token hash exists")
 		}
-		if err := putJSON(tokens, []byte(t.ID), t); err != nil {
+		if err := putJSON(tokens, []byte(t.ID), tokenRecordOf(t)); err != nil {
 			return err
 		}
 		return hashes.Put([]byte(t.Hash), []byte(t.ID))
@@ -64,7 +64,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (*sshd
 			return nil
 		}
 		t.Revoked, t.RevokedAt = true, at
-		return putJSON(tx.Bucket(bucketTokens), []byte(id), t)
+		return putJSON(tx.Bucket(bucketTokens), []byte(id), tokenRecordOf(t))
 	})
 	if err != nil {
 		return nil, err
@@ -77,14 +77,9 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (*sshd
 func (s *Store) Tokens(ctx context.Context, userID string) ([]*sshdeck.Token, error) {
 	tokens := []*sshdeck.Token{}
 	err := s.view(ctx, "tokens", func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTokens)
-		return b.ForEach(func(id, _ []byte) error {
-			var t sshdeck.Token
-			if _, err := getJSON(b, id, &t); err != nil {
-				return err
-			}
-			if t.UserID == userID {
-				tokens = append(tokens, &t)
+		return forEachJSON(tx.Bucket(bucketTokens), func(r *tokenRecord) error {
+			if r.UserID == userID {
+				tokens = append(tokens, r.token())
 			}
 			return nil
 		})
@@ -99,13 +94,54 @@ func (s *Store) Tokens(ctx context.Context, userID string) ([]*sshdeck.Token, er
 }
 
 func loadToken(tx *bolt.Tx, id string) (*sshdeck.Token, error) {
-	var t sshdeck.Token
-	ok, err := getJSON(tx.Bucket(bucketTokens), []byte(id), &t)
+	var r tokenRecord
+	ok, err := getJSON(tx.Bucket(bucketTokens), []byte(id), &r)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)
 	}
-	return &t, nil
+	return r.token(), nil
+}
+
+// tokenRecord is a token as stored, JSON under the names of schema 1. A
+// zero ExpiresAt or RevokedAt is left out (omitzero), as it always was.
+type tokenRecord struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"userId"`
+	Name      string    `json:"name"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	Revoked   bool      `json:"revoked"`
+	RevokedAt time.Time `json:"revokedAt,omitzero"`
+}
+
+func (*tokenRecord) jsonRecord() {}
+
+func tokenRecordOf(t *sshdeck.Token) *tokenRecord {
+	return &tokenRecord{
+		ID:        t.ID,
+		UserID:    t.UserID,
+		Name:      t.Name,
+		Hash:      t.Hash,
+		CreatedAt: t.CreatedAt,
+		ExpiresAt: t.ExpiresAt,
+		Revoked:   t.Revoked,
+		RevokedAt: t.RevokedAt,
+	}
+}
+
+func (r *tokenRecord) token() *sshdeck.Token {
+	return &sshdeck.Token{
+		ID:        r.ID,
+		UserID:    r.UserID,
+		Name:      r.Name,
+		Hash:      r.Hash,
+		CreatedAt: r.CreatedAt,
+		ExpiresAt: r.ExpiresAt,
+		Revoked:   r.Revoked,
+		RevokedAt: r.RevokedAt,
+	}
 }

@@ -22,16 +22,16 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 		if err != nil {
 			return err
 		}
-		var stored sshdeck.Tunnel // generation 0 when absent
+		var stored tunnelRecord // generation 0 when absent
 		if _, err := getJSON(b, []byte(t.Name), &stored); err != nil {
 			return err
 		}
 		if stored.Generation != t.Generation-1 {
 			return tunnelConflict(t.Name, t.Generation)
 		}
-		put := *t
+		put := tunnelRecordOf(t)
 		put.Lease = stored.Lease
-		return putJSON(b, []byte(t.Name), &put)
+		return putJSON(b, []byte(t.Name), put)
 	})
 }
 
@@ -58,8 +58,8 @@ func (s *Store) Tunnels(ctx context.Context, owner string) ([]*sshdeck.Tunnel, e
 		if b == nil {
 			return nil
 		}
-		return forEachJSON(b, func(t *sshdeck.Tunnel) error {
-			tunnels = append(tunnels, t)
+		return forEachJSON(b, func(r *tunnelRecord) error {
+			tunnels = append(tunnels, r.tunnel())
 			return nil
 		})
 	})
@@ -80,9 +80,9 @@ func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) 
 			if v != nil {
 				return nil // not an owner's bucket
 			}
-			return forEachJSON(all.Bucket(owner), func(t *sshdeck.Tunnel) error {
-				if t.Run {
-					tunnels = append(tunnels, t)
+			return forEachJSON(all.Bucket(owner), func(r *tunnelRecord) error {
+				if r.Run {
+					tunnels = append(tunnels, r.tunnel())
 				}
 				return nil
 			})
@@ -108,7 +108,7 @@ func (s *Store) SetTunnelStatus(ctx context.Context, owner, name string, gen int
 			return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d under the lease of %q", name, gen, holder)
 		}
 		t.Status = *st
-		return putJSON(b, []byte(name), t)
+		return putJSON(b, []byte(name), tunnelRecordOf(t))
 	})
 }
 
@@ -130,7 +130,7 @@ func (s *Store) AcquireTunnelLease(ctx context.Context, owner, name, holder stri
 			return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is leased to another holder", name)
 		}
 		t.Lease = sshdeck.TunnelLease{Holder: holder, Until: until}
-		return putJSON(b, []byte(name), t)
+		return putJSON(b, []byte(name), tunnelRecordOf(t))
 	})
 	if err != nil {
 		return nil, err
@@ -151,14 +151,14 @@ func (s *Store) ReleaseTunnelLease(ctx context.Context, owner, name, holder stri
 			return err
 		}
 		t.Lease = sshdeck.TunnelLease{}
-		return putJSON(b, []byte(name), t)
+		return putJSON(b, []byte(name), tunnelRecordOf(t))
 	})
 }
 
 // KnownHost returns the key the owner's tunnels saw first at addr;
 // NotFound when none.
 func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.KnownHost, error) {
-	var k sshdeck.KnownHost
+	var r knownHostRecord
 	found := false
 	err := s.view(ctx, "known host", func(tx *bolt.Tx) error {
 		b := ownerKnownHosts(tx, owner)
@@ -166,7 +166,7 @@ func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.Kno
 			return nil
 		}
 		var err error
-		found, err = getJSON(b, []byte(addr), &k)
+		found, err = getJSON(b, []byte(addr), &r)
 		return err
 	})
 	if err != nil {
@@ -175,7 +175,7 @@ func (s *Store) KnownHost(ctx context.Context, owner, addr string) (*sshdeck.Kno
 	if !found {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "no known host key at %s", addr)
 	}
-	return &k, nil
+	return r.knownHost(), nil
 }
 
 // AddKnownHost stores k; Conflict when the owner knows its address: the
@@ -192,7 +192,7 @@ func (s *Store) AddKnownHost(ctx context.Context, k *sshdeck.KnownHost) error {
 		if b.Get([]byte(k.Addr)) != nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "a host key at %s is known already", k.Addr)
 		}
-		return putJSON(b, []byte(k.Addr), k)
+		return putJSON(b, []byte(k.Addr), knownHostRecordOf(k))
 	})
 }
 
@@ -218,18 +218,18 @@ func ownerKnownHosts(tx *bolt.Tx, owner string) *bolt.Bucket {
 }
 
 func loadTunnel(b *bolt.Bucket, name string) (*sshdeck.Tunnel, error) {
-	var t sshdeck.Tunnel
+	var r tunnelRecord
 	found := false
 	if b != nil && name != "" {
 		var err error
-		if found, err = getJSON(b, []byte(name), &t); err != nil {
+		if found, err = getJSON(b, []byte(name), &r); err != nil {
 			return nil, err
 		}
 	}
 	if !found {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "tunnel %q not found", name)
 	}
-	return &t, nil
+	return r.tunnel(), nil
 }
 
 func tunnelConflict(name string, gen int64) error {
@@ -237,4 +237,183 @@ func tunnelConflict(name string, gen int64) error {
 		return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q exists", name)
 	}
 	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen-1)
+}
+
+// tunnelRecord is a tunnel as stored, lease included: JSON under the names
+// of schema 3.
+type tunnelRecord struct {
+	Owner      string             `json:"owner"`
+	Name       string             `json:"name"`
+	Generation int64              `json:"generation"`
+	Spec       tunnelSpecRecord   `json:"spec"`
+	Sealed     tunnelSealedRecord `json:"sealed"`
+	Run        bool               `json:"run"`
+	Status     tunnelStatusRecord `json:"status"`
+	Lease      tunnelLeaseRecord  `json:"lease"`
+	CreatedAt  time.Time          `json:"createdAt"`
+	UpdatedAt  time.Time          `json:"updatedAt"`
+}
+
+type tunnelSpecRecord struct {
+	HostName     string          `json:"hostName"`
+	Source       tunnelHopRecord `json:"source"`
+	Endpoint     tunnelHopRecord `json:"endpoint"`
+	SourcePort   int             `json:"sourcePort"`
+	EndpointPort int             `json:"endpointPort"`
+	MaxRetries   int             `json:"maxRetries"`
+	// RetryInterval is in nanoseconds, as encoding/json wrote the
+	// time.Duration.
+	RetryInterval int64 `json:"retryInterval"`
+	AutoStart     bool  `json:"autoStart"`
+	IsPinned      bool  `json:"isPinned"`
+}
+
+type tunnelHopRecord struct {
+	IP       string `json:"ip"`
+	SSHPort  int    `json:"sshPort"`
+	Username string `json:"username"`
+	Auth     string `json:"authMethod"`
+	KeyType  string `json:"keyType"`
+	HostKey  string `json:"hostKey,omitempty"`
+}
+
+type tunnelSealedRecord struct {
+	Source   sealedRecord `json:"source"`
+	Endpoint sealedRecord `json:"endpoint"`
+}
+
+// sealedRecord is a hop's sealed credentials, in base64; an empty one is
+// left out.
+type sealedRecord struct {
+	Password    []byte `json:"password,omitempty"`
+	Key         []byte `json:"key,omitempty"`
+	KeyPassword []byte `json:"keyPassword,omitempty"`
+}
+
+type tunnelStatusRecord struct {
+	State            string    `json:"state"`
+	RetryCount       int       `json:"retryCount"`
+	NextRetryAt      time.Time `json:"nextRetryAt,omitzero"`
+	Reason           string    `json:"reason"`
+	Error            string    `json:"errorType,omitempty"`
+	RetryExhausted   bool      `json:"retryExhausted"`
+	ManualDisconnect bool      `json:"manualDisconnect"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+}
+
+// tunnelLeaseRecord is the lease; a free one is {}.
+type tunnelLeaseRecord struct {
+	Holder string    `json:"holder,omitempty"`
+	Until  time.Time `json:"until,omitzero"`
+}
+
+func (*tunnelRecord) jsonRecord() {}
+
+func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
+	return &tunnelRecord{
+		Owner:      t.Owner,
+		Name:       t.Name,
+		Generation: t.Generation,
+		Spec: tunnelSpecRecord{
+			HostName:      t.Spec.HostName,
+			Source:        tunnelHopRecordOf(t.Spec.Source),
+			Endpoint:      tunnelHopRecordOf(t.Spec.Endpoint),
+			SourcePort:    t.Spec.SourcePort,
+			EndpointPort:  t.Spec.EndpointPort,
+			MaxRetries:    t.Spec.MaxRetries,
+			RetryInterval: int64(t.Spec.RetryInterval),
+			AutoStart:     t.Spec.AutoStart,
+			IsPinned:      t.Spec.IsPinned,
+		},
+		Sealed: tunnelSealedRecord{
+			Source:   sealedRecordOf(t.Sealed.Source),
+			Endpoint: sealedRecordOf(t.Sealed.Endpoint),
+		},
+		Run: t.Run,
+		Status: tunnelStatusRecord{
+			State:            string(t.Status.State),
+			RetryCount:       t.Status.RetryCount,
+			NextRetryAt:      t.Status.NextRetryAt,
+			Reason:           t.Status.Reason,
+			Error:            string(t.Status.Error),
+			RetryExhausted:   t.Status.RetryExhausted,
+			ManualDisconnect: t.Status.ManualDisconnect,
+			UpdatedAt:        t.Status.UpdatedAt,
+		},
+		Lease:     tunnelLeaseRecord{Holder: t.Lease.Holder, Until: t.Lease.Until},
+		CreatedAt: t.CreatedAt,
+		UpdatedAt: t.UpdatedAt,
+	}
+}
+
+func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
+	return &sshdeck.Tunnel{
+		Owner:      r.Owner,
+		Name:       r.Name,
+		Generation: r.Generation,
+		Spec: sshdeck.TunnelSpec{
+			HostName:      r.Spec.HostName,
+			Source:        r.Spec.Source.hop(),
+			Endpoint:      r.Spec.Endpoint.hop(),
+			SourcePort:    r.Spec.SourcePort,
+			EndpointPort:  r.Spec.EndpointPort,
+			MaxRetries:    r.Spec.MaxRetries,
+			RetryInterval: time.Duration(r.Spec.RetryInterval),
+			AutoStart:     r.Spec.AutoStart,
+			IsPinned:      r.Spec.IsPinned,
+		},
+		Sealed: sshdeck.SealedTunnelCredentials{
+			Source:   r.Sealed.Source.credentials(),
+			Endpoint: r.Sealed.Endpoint.credentials(),
+		},
+		Run: r.Run,
+		Status: sshdeck.TunnelStatus{
+			State:            sshdeck.TunnelState(r.Status.State),
+			RetryCount:       r.Status.RetryCount,
+			NextRetryAt:      r.Status.NextRetryAt,
+			Reason:           r.Status.Reason,
+			Error:            sshdeck.TunnelError(r.Status.Error),
+			RetryExhausted:   r.Status.RetryExhausted,
+			ManualDisconnect: r.Status.ManualDisconnect,
+			UpdatedAt:        r.Status.UpdatedAt,
+		},
+		Lease:     sshdeck.TunnelLease{Holder: r.Lease.Holder, Until: r.Lease.Until},
+		CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func tunnelHopRecordOf(h sshdeck.TunnelHop) tunnelHopRecord {
+	return tunnelHopRecord{IP: h.IP, SSHPort: h.SSHPort, Username: h.Username, Auth: string(h.Auth), KeyType: h.KeyType, HostKey: h.HostKey}
+}
+
+func (r tunnelHopRecord) hop() sshdeck.TunnelHop {
+	return sshdeck.TunnelHop{IP: r.IP, SSHPort: r.SSHPort, Username: r.Username, Auth: sshdeck.AuthType(r.Auth), KeyType: r.KeyType, HostKey: r.HostKey}
+}
+
+func sealedRecordOf(c sshdeck.SealedCredentials) sealedRecord {
+	return sealedRecord{Password: c.Password, Key: c.Key, KeyPassword: c.KeyPassword}
+}
+
+func (r sealedRecord) credentials() sshdeck.SealedCredentials {
+	return sshdeck.SealedCredentials{Password: r.Password, Key: r.Key, KeyPassword: r.KeyPassword}
+}
+
+// knownHostRecord is a known host key as stored, JSON under the names of
+// schema 3.
+type knownHostRecord struct {
+	Owner     string    `json:"owner"`
+	Addr      string    `json:"addr"`
+	Key       string    `json:"key"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func (*knownHostRecord) jsonRecord() {}
+
+func knownHostRecordOf(k *sshdeck.KnownHost) *knownHostRecord {
+	return &knownHostRecord{Owner: k.Owner, Addr: k.Addr, Key: k.Key, CreatedAt: k.CreatedAt}
+}
+
+func (r *knownHostRecord) knownHost() *sshdeck.KnownHost {
+	return &sshdeck.KnownHost{Owner: r.Owner, Addr: r.Addr, Key: r.Key, CreatedAt: r.CreatedAt}
 }

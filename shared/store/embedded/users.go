@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -23,7 +24,7 @@ func (s *Store) CreateUser(ctx context.Context, u *sshdeck.User) error {
 		if users.Get([]byte(u.ID)) != nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "user %q exists", u.ID)
 		}
-		if err := putJSON(users, []byte(u.ID), u); err != nil {
+		if err := putJSON(users, []byte(u.ID), userRecordOf(u)); err != nil {
 			return err
 		}
 		return names.Put([]byte(u.Name), []byte(u.ID))
@@ -83,13 +84,31 @@ func (s *Store) Users(ctx context.Context) ([]*sshdeck.User, error) {
 }
 
 func loadUser(tx *bolt.Tx, id string) (*sshdeck.User, error) {
-	var u sshdeck.User
-	ok, err := getJSON(tx.Bucket(bucketUsers), []byte(id), &u)
+	var r userRecord
+	ok, err := getJSON(tx.Bucket(bucketUsers), []byte(id), &r)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "user %q not found", id)
 	}
-	return &u, nil
+	return r.user(), nil
+}
+
+// userRecord is a user as stored, JSON under the names of schema 1.
+type userRecord struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func (*userRecord) jsonRecord() {}
+
+func userRecordOf(u *sshdeck.User) *userRecord {
+	return &userRecord{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt}
+}
+
+func (r *userRecord) user() *sshdeck.User {
+	return &sshdeck.User{ID: r.ID, Name: r.Name, Admin: r.Admin, CreatedAt: r.CreatedAt}
 }
