@@ -80,13 +80,16 @@ func (s *Service) Page(ctx context.Context, owner string, after int64, limit int
 	if err != nil {
 		return nil, err
 	}
-	records := make([]*Record, 0, len(stored))
-	for _, h := range stored {
-		r, err := s.record(ctx, h)
+	// One allocation for the page's records: a 1000-host list makes ten.
+	slab := make([]Record, len(stored))
+	records := make([]*Record, len(stored))
+	for i, h := range stored {
+		creds, err := s.open(ctx, h)
 		if err != nil {
 			return nil, err
 		}
-		records = append(records, r)
+		slab[i] = recordOf(h, creds)
+		records[i] = &slab[i]
 	}
 	return records, nil
 }
@@ -277,6 +280,11 @@ func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) 
 // newRecord renders a stored host. A store may return empty lists as nil;
 // the API shows them as [] all the same.
 func newRecord(h *sshdeck.Host, creds sshdeck.Credentials) *Record {
+	r := recordOf(h, creds)
+	return &r
+}
+
+func recordOf(h *sshdeck.Host, creds sshdeck.Credentials) Record {
 	cfg := h.HostConfig
 	if cfg.Tags == nil {
 		cfg.Tags = []string{}
@@ -284,5 +292,5 @@ func newRecord(h *sshdeck.Host, creds sshdeck.Credentials) *Record {
 	if cfg.TunnelConnections == nil {
 		cfg.TunnelConnections = []sshdeck.TunnelConnection{}
 	}
-	return &Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
+	return Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
 }

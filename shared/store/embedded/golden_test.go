@@ -84,8 +84,8 @@ func TestGoldenHost(t *testing.T) {
 	}
 	// And the golden bytes read back as the host: reading must go on
 	// understanding them whatever comes after.
-	got, err := decodeHost(hostKey(h.ID), want)
-	if err != nil {
+	got := new(sshdeck.Host)
+	if err := decodeHost(hostKey(h.ID), want, got); err != nil {
 		t.Fatal(err)
 	}
 	same(t, "the golden host decoded", got, h)

@@ -79,10 +79,21 @@ func (s *Store) Hosts(ctx context.Context, owner string, after int64, limit int)
 		if b == nil {
 			return nil
 		}
+		// A page's hosts in one allocation, when its size is known.
+		var slab []sshdeck.Host
+		if limit > 0 {
+			slab = make([]sshdeck.Host, 0, limit)
+		}
 		c := b.Cursor()
 		for k, v := c.Seek(hostKey(max(after, 0) + 1)); k != nil && (limit <= 0 || len(hosts) < limit); k, v = c.Next() {
-			h, err := decodeHost(k, v)
-			if err != nil {
+			var h *sshdeck.Host
+			if limit > 0 {
+				slab = slab[:len(slab)+1]
+				h = &slab[len(slab)-1]
+			} else {
+				h = new(sshdeck.Host)
+			}
+			if err := decodeHost(k, v, h); err != nil {
 				return err
 			}
 			hosts = append(hosts, h)
@@ -142,7 +153,11 @@ func loadHost(b *bolt.Bucket, id int64) (*sshdeck.Host, error) {
 	if b != nil && id > 0 {
 		key := hostKey(id)
 		if v := b.Get(key); v != nil {
-			return decodeHost(key, v)
+			h := new(sshdeck.Host)
+			if err := decodeHost(key, v, h); err != nil {
+				return nil, err
+			}
+			return h, nil
 		}
 	}
 	return nil, sshdeck.Errorf(sshdeck.NotFound, "host %d not found", id)
@@ -152,16 +167,17 @@ func putHost(b *bolt.Bucket, h *sshdeck.Host) error {
 	return b.Put(hostKey(h.ID), hostRecordOf(h).appendTo(nil))
 }
 
-// decodeHost decodes the value v at key k of an owner's bucket.
-func decodeHost(k, v []byte) (*sshdeck.Host, error) {
+// decodeHost decodes the value v at key k of an owner's bucket into h.
+func decodeHost(k, v []byte, h *sshdeck.Host) error {
 	var r hostRecord
 	if err := r.decode(v); err != nil {
-		return nil, fmt.Errorf("host record at key %x: %w", k, err)
+		return fmt.Errorf("host record at key %x: %w", k, err)
 	}
 	if len(k) != 8 || binary.BigEndian.Uint64(k) != uint64(r.id) {
-		return nil, fmt.Errorf("host record at key %x holds another host's id", k)
+		return fmt.Errorf("host record at key %x holds another host's id", k)
 	}
-	return r.host(), nil
+	r.toHost(h)
+	return nil
 }
 
 func hostKey(id int64) []byte {
@@ -246,10 +262,10 @@ func hostRecordOf(h *sshdeck.Host) *hostRecord {
 	return r
 }
 
-// host returns the domain host. It takes over r's slices: r is not used
-// after it.
-func (r *hostRecord) host() *sshdeck.Host {
-	h := &sshdeck.Host{
+// toHost sets h to the domain host of r. It takes over r's slices: r is
+// not used after it.
+func (r *hostRecord) toHost(h *sshdeck.Host) {
+	*h = sshdeck.Host{
 		Owner:   r.owner,
 		ID:      r.id,
 		Version: r.version,
@@ -285,7 +301,6 @@ func (r *hostRecord) host() *sshdeck.Host {
 			}
 		}
 	}
-	return h
 }
 
 // appendTo appends the record in format hostFormat to b:
