@@ -3,17 +3,21 @@
 // tokens, for every shape the product runs in. Each binary opens an App and
 // builds its own handlers on it:
 //
-//   - a Lambda function of a route: DynamoDB and KMS with the function
-//     role's credentials from the environment (shared/lambdaapp adds the
-//     route's handler);
-//   - the authorizer function: DynamoDB only (Authorizer);
-//   - the tunnel service container, and the admin CLI with --table:
-//     DynamoDB and KMS with the credentials of the SDK's chain (awschain);
 //   - `sshdeck serve`, the tunnel service without a table and the admin CLI
-//     on a laptop: the embedded store and the key file in the data directory.
+//     on a laptop: Open, over the embedded store and the key file in the
+//     data directory;
+//   - the tunnel service container, and the admin CLI with --table: Open
+//     with cfg.Table, DynamoDB and KMS with the credentials of the SDK's
+//     chain (Options.AWS = awschain.Load);
+//   - a Lambda function of a route: OpenTable, DynamoDB and KMS with the
+//     function role's credentials from the environment (shared/lambdaapp
+//     adds the route's handler);
+//   - the authorizer function: Authorizer, the table and the authenticator.
 //
-// It builds no handler itself, so that a binary links only what it runs:
-// the authorizer links no host, feed or upstream code.
+// The three entry points share every piece; they are apart so that a
+// binary links only what it runs: no function links the embedded store or
+// the SDK's credential chain, and the authorizer links no KMS client and no
+// handler (app builds none: shared/api does, over an App).
 package app
 
 import (
@@ -62,34 +66,59 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Open builds the App of cfg: over cfg.Table when it is set, else over the
-// embedded store in cfg.Data (created, mode 0700). Close releases it.
+// Open builds the App of cfg: over cfg.Table when it is set (OpenTable),
+// else over the embedded store in cfg.Data (created, mode 0700). Close
+// releases it.
 func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
-	a := &App{Config: cfg, Log: opts.Log}
-	if a.Log == nil {
-		a.Log = slog.New(slog.DiscardHandler)
-	}
-	var keyring secret.Keyring = noKeyring{why: opts.NoDataKey}
-	needKey := opts.NoDataKey == ""
-	var err error
 	if cfg.Table != "" {
-		a.Store, err = openCloud(ctx, cfg, opts, needKey, &keyring)
-	} else {
-		a.Store, err = openLocal(cfg, needKey, &keyring)
+		return OpenTable(ctx, cfg, opts)
 	}
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("create the data directory: %w", err)
+	}
+	store, err := embedded.Open(DBPath(cfg.Data))
 	if err != nil {
 		return nil, err
 	}
-	a.Sealer = secret.NewSealer(keyring)
-	a.Auth = auth.NewAuthenticator(a.Store, a.Store, nil)
-	return a, nil
+	var keyring secret.Keyring = noKeyring{why: opts.NoDataKey}
+	if opts.NoDataKey == "" {
+		if keyring, err = secret.LoadOrCreateKeyFile(filepath.Join(cfg.Data, "secret.key")); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
+	return newApp(cfg, opts, store, keyring), nil
+}
+
+// OpenTable is Open over the deployment's table, with data keys wrapped by
+// KMS: what a route's Lambda function opens. It is apart from Open so that
+// no function links the embedded store.
+func OpenTable(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
+	awsCfg, err := awsConfig(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	var keyring secret.Keyring = noKeyring{why: opts.NoDataKey}
+	if opts.NoDataKey == "" {
+		if cfg.KMSKeyID == "" {
+			return nil, config.Missing(config.KMSKeyID, "name the KMS key that wraps credential data keys")
+		}
+		client := kms.NewFromConfig(awsCfg, func(o *kms.Options) {
+			if cfg.AWS.KMSEndpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.AWS.KMSEndpoint)
+			}
+		})
+		keyring = secret.NewKMSKeyring(client, cfg.KMSKeyID)
+	}
+	return newApp(cfg, opts, tableStore(awsCfg, cfg), keyring), nil
 }
 
 // Close closes the store.
 func (a *App) Close() error { return a.Store.Close() }
 
 // Authorizer builds the REST API's REQUEST authorizer of a Lambda function:
-// it only reads tokens and users, so it needs the table and nothing else.
+// it only reads tokens and users, so it opens the table and nothing else
+// (no keyring, no KMS client, no embedded store to link).
 func Authorizer(ctx context.Context) (*auth.Authorizer, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -98,11 +127,46 @@ func Authorizer(ctx context.Context) (*auth.Authorizer, error) {
 	if err := CheckLambda(cfg, false); err != nil {
 		return nil, err
 	}
-	a, err := Open(ctx, cfg, Options{NoDataKey: "the authorizer reads no credentials", Log: LambdaLog()})
+	awsCfg, err := awsConfig(ctx, cfg, Options{})
 	if err != nil {
 		return nil, err
 	}
-	return auth.NewAuthorizer(a.Auth, a.Log), nil
+	store := tableStore(awsCfg, cfg)
+	return auth.NewAuthorizer(auth.NewAuthenticator(store, store, nil), LambdaLog()), nil
+}
+
+func newApp(cfg config.Config, opts Options, store sshdeck.Store, keyring secret.Keyring) *App {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &App{
+		Config: cfg,
+		Store:  store,
+		Sealer: secret.NewSealer(keyring),
+		Auth:   auth.NewAuthenticator(store, store, nil),
+		Log:    log,
+	}
+}
+
+// awsConfig is the AWS configuration of opts.AWS, or else of the
+// environment as Lambda sets it.
+func awsConfig(ctx context.Context, cfg config.Config, opts Options) (aws.Config, error) {
+	if opts.AWS != nil {
+		awsCfg, err := opts.AWS(ctx)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("load the AWS configuration: %w", err)
+		}
+		return awsCfg, nil
+	}
+	return aws.Config{
+		Region:      cfg.AWS.Region,
+		Credentials: credentials.NewStaticCredentialsProvider(cfg.AWS.AccessKeyID, cfg.AWS.SecretAccessKey, cfg.AWS.SessionToken),
+	}, nil
+}
+
+func tableStore(awsCfg aws.Config, cfg config.Config) *dynamo.Store {
+	return dynamo.New(dynamo.NewClient(awsCfg, cfg.AWS.DynamoDBEndpoint), cfg.Table)
 }
 
 // CheckLambda fails with a sentence naming the first setting a Lambda
@@ -131,54 +195,6 @@ func LambdaLog() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stdout, n
 func Fail(err error) {
 	LambdaLog().Error("cannot start", "error", err.Error())
 	os.Exit(1)
-}
-
-// openCloud opens the deployment's table and, when the binary needs one,
-// the keyring of data keys wrapped by KMS.
-func openCloud(ctx context.Context, cfg config.Config, opts Options, needKey bool, keyring *secret.Keyring) (sshdeck.Store, error) {
-	awsCfg := aws.Config{
-		Region:      cfg.AWS.Region,
-		Credentials: credentials.NewStaticCredentialsProvider(cfg.AWS.AccessKeyID, cfg.AWS.SecretAccessKey, cfg.AWS.SessionToken),
-	}
-	if opts.AWS != nil {
-		var err error
-		if awsCfg, err = opts.AWS(ctx); err != nil {
-			return nil, fmt.Errorf("load the AWS configuration: %w", err)
-		}
-	}
-	store := dynamo.New(dynamo.NewClient(awsCfg, cfg.AWS.DynamoDBEndpoint), cfg.Table)
-	if !needKey {
-		return store, nil
-	}
-	if cfg.KMSKeyID == "" {
-		return nil, config.Missing(config.KMSKeyID, "name the KMS key that wraps credential data keys")
-	}
-	client := kms.NewFromConfig(awsCfg, func(o *kms.Options) {
-		if cfg.AWS.KMSEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.AWS.KMSEndpoint)
-		}
-	})
-	*keyring = secret.NewKMSKeyring(client, cfg.KMSKeyID)
-	return store, nil
-}
-
-// openLocal opens the embedded store of the data directory and, when the
-// binary needs one, its key file, creating them on first use.
-func openLocal(cfg config.Config, needKey bool, keyring *secret.Keyring) (sshdeck.Store, error) {
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, fmt.Errorf("create the data directory: %w", err)
-	}
-	store, err := embedded.Open(DBPath(cfg.Data))
-	if err != nil || !needKey {
-		return store, err
-	}
-	local, err := secret.LoadOrCreateKeyFile(filepath.Join(cfg.Data, "secret.key"))
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	*keyring = local
-	return store, nil
 }
 
 // DBPath is the embedded store's file in a data directory.

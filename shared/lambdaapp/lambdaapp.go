@@ -34,7 +34,7 @@ func Route(name string) (*lambdahttp.Handler, error) {
 	if !route.Credentials {
 		opts.NoDataKey = fmt.Sprintf("route %s is not marked Credentials in the route table, so its function has no data key", name)
 	}
-	a, err := app.Open(context.Background(), cfg, opts)
+	a, err := app.OpenTable(context.Background(), cfg, opts)
 	if err != nil {
 		return nil, err
 	}
