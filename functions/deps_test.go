@@ -1,0 +1,27 @@
+package functions_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLinksOnlyWhatItRuns: the authorizer and the tunnel service import no
+// package of the base_url API's handlers or upstreams (the wiring of
+// shared/app keeps them out; shared/api adds them for the routes only).
+func TestLinksOnlyWhatItRuns(t *testing.T) {
+	forbidden := []string{"shared/api", "shared/hosts", "shared/files", "shared/alerts", "shared/releases", "shared/upstream"}
+	for _, pkg := range []string{"./authorizer", "../tunnel-service"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		for dep := range strings.FieldsSeq(string(out)) {
+			for _, f := range forbidden {
+				if dep == "github.com/sshdeck/sshdeck/"+f {
+					t.Errorf("%s imports %s", pkg, dep)
+				}
+			}
+		}
+	}
+}
