@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -47,6 +48,17 @@ const (
 	// ReplicaID names a tunnel service replica in leases.
 	ReplicaID = "SSHDECK_REPLICA_ID"
 
+	// The limits that keep one user from exhausting a deployment shared
+	// by many (API.md, "Limits, paging and tenancy"); see Limits.
+	LimitHosts     = "SSHDECK_LIMIT_HOSTS"
+	LimitTunnels   = "SSHDECK_LIMIT_TUNNELS"
+	LimitStreams   = "SSHDECK_LIMIT_STREAMS"
+	LimitTokens    = "SSHDECK_LIMIT_TOKENS"
+	LimitShortcuts = "SSHDECK_LIMIT_SHORTCUTS"
+	LimitRecent    = "SSHDECK_LIMIT_RECENT"
+	LimitJumpHosts = "SSHDECK_LIMIT_JUMP_HOSTS"
+	LimitForwards  = "SSHDECK_LIMIT_FORWARDS"
+
 	// AWS's own names: Lambda sets the region and the role's credentials;
 	// the endpoints point the SDK at an emulator (tests, benchmarks).
 	AWSRegion          = "AWS_REGION"
@@ -64,6 +76,9 @@ const (
 	DefaultTunnelAddr = "127.0.0.1:8081"
 )
 
+// maxLimit bounds every limit: past it, a limit protects nothing.
+const maxLimit = 1_000_000
+
 // minLeaseTTL keeps heartbeats (a third of the TTL) from spinning.
 const minLeaseTTL = 300 * time.Millisecond
 
@@ -77,12 +92,30 @@ type Config struct {
 	ReleasesRepo, ReleasesAPIURL, GitHubToken string
 	AlertsURL                                 string
 
+	Limits Limits
+
 	// TunnelDeny is nil when SSHDECK_TUNNEL_DENY_CIDRS is unset.
 	TunnelDeny     []netip.Prefix
 	TunnelLeaseTTL time.Duration
 	ReplicaID      string
 
 	AWS AWS
+}
+
+// Limits are the most of each thing one user may have (per host for
+// shortcuts and recent files, per chain for jump hosts). Going past one is
+// sshdeck.LimitExceeded (a status stream's, RateLimited).
+type Limits struct {
+	Hosts, Tunnels, Streams, Tokens int // per user
+	Shortcuts, Recent               int // per host; the oldest recent entry is dropped
+	JumpHosts                       int // per chain
+	Forwards                        int // concurrent forwarded connections per user
+}
+
+// DefaultLimits are the limits of a deployment that sets none.
+var DefaultLimits = Limits{
+	Hosts: 1000, Tunnels: 64, Streams: 4, Tokens: 100,
+	Shortcuts: 500, Recent: 100, JumpHosts: 8, Forwards: 256,
 }
 
 // AWS is what the environment says of AWS. Lambda sets the region and the
@@ -124,6 +157,23 @@ func Load(getenv func(string) string) (Config, error) {
 			DynamoDBEndpoint: getenv(DynamoDBEndpoint),
 			KMSEndpoint:      getenv(KMSEndpoint),
 		},
+	}
+	c.Limits = DefaultLimits
+	for _, l := range []struct {
+		name string
+		v    *int
+	}{
+		{LimitHosts, &c.Limits.Hosts}, {LimitTunnels, &c.Limits.Tunnels}, {LimitStreams, &c.Limits.Streams},
+		{LimitTokens, &c.Limits.Tokens}, {LimitShortcuts, &c.Limits.Shortcuts}, {LimitRecent, &c.Limits.Recent},
+		{LimitJumpHosts, &c.Limits.JumpHosts}, {LimitForwards, &c.Limits.Forwards},
+	} {
+		if v := getenv(l.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxLimit {
+				return c, fmt.Errorf("%s: %q is not a whole number from 1 to %d", l.name, v, maxLimit)
+			}
+			*l.v = n
+		}
 	}
 	if list := getenv(TunnelDenyCIDRs); list != "" {
 		deny, err := ParseCIDRs(list)

@@ -19,6 +19,9 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Data != DefaultData || c.Addr != DefaultAddr || c.TunnelAddr != DefaultTunnelAddr {
 		t.Errorf("defaults: %+v", c)
 	}
+	if c.Limits != DefaultLimits {
+		t.Errorf("limits %+v, want the defaults %+v", c.Limits, DefaultLimits)
+	}
 	if c.TunnelDeny != nil || c.TunnelLeaseTTL != 0 || c.Table != "" {
 		t.Errorf("unset optional settings: %+v", c)
 	}
@@ -29,6 +32,7 @@ func TestLoad(t *testing.T) {
 		Data: "/var/lib/sshdeck", Table: "deck", KMSKeyID: "alias/deck",
 		TunnelDenyCIDRs: " 10.0.0.0/8, fd00::1/8 ,", TunnelLeaseTTL: "3s",
 		AWSRegion: "eu-west-1", DynamoDBEndpoint: "http://127.0.0.1:1",
+		LimitHosts: "5", LimitStreams: "2",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +42,8 @@ func TestLoad(t *testing.T) {
 		t.Errorf("TunnelDeny = %v, want %v (masked)", c.TunnelDeny, want)
 	}
 	if c.Data != "/var/lib/sshdeck" || c.Table != "deck" || c.KMSKeyID != "alias/deck" || c.TunnelLeaseTTL != 3*time.Second ||
-		c.AWS.Region != "eu-west-1" || c.AWS.DynamoDBEndpoint != "http://127.0.0.1:1" {
+		c.AWS.Region != "eu-west-1" || c.AWS.DynamoDBEndpoint != "http://127.0.0.1:1" ||
+		c.Limits.Hosts != 5 || c.Limits.Streams != 2 || c.Limits.Tunnels != DefaultLimits.Tunnels {
 		t.Errorf("Load = %+v", c)
 	}
 }
@@ -48,6 +53,8 @@ func TestLoadNamesTheSetting(t *testing.T) {
 	for name, value := range map[string]string{
 		TunnelDenyCIDRs: "10.0.0.0/8,not-a-range",
 		TunnelLeaseTTL:  "100ms",
+		LimitHosts:      "0",
+		LimitTunnels:    "many",
 	} {
 		_, err := Load(env(map[string]string{name: value}))
 		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {

@@ -16,10 +16,13 @@ const (
 	// Denied is a request that names what the service never reaches (an
 	// address in a denied range): the client's mistake, 400, shown with
 	// code "forbidden" as the contract says.
-	Denied               Code = "denied"
-	NotFound             Code = "not_found"
-	MethodNotAllowed     Code = "method_not_allowed"
-	Conflict             Code = "conflict"
+	Denied           Code = "denied"
+	NotFound         Code = "not_found"
+	MethodNotAllowed Code = "method_not_allowed"
+	Conflict         Code = "conflict"
+	// LimitExceeded is a request that would take its caller past one of
+	// the deployment's limits (config.Limits); its message names the limit.
+	LimitExceeded        Code = "limit_exceeded"
 	PreconditionFailed   Code = "precondition_failed"
 	TooLarge             Code = "too_large"
 	UnsupportedMediaType Code = "unsupported_media_type"

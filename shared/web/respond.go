@@ -19,6 +19,7 @@ var statuses = map[sshdeck.Code]int{
 	sshdeck.NotFound:             http.StatusNotFound,
 	sshdeck.MethodNotAllowed:     http.StatusMethodNotAllowed,
 	sshdeck.Conflict:             http.StatusConflict,
+	sshdeck.LimitExceeded:        http.StatusConflict,
 	sshdeck.PreconditionFailed:   http.StatusPreconditionFailed,
 	sshdeck.TooLarge:             http.StatusRequestEntityTooLarge,
 	sshdeck.UnsupportedMediaType: http.StatusUnsupportedMediaType,
