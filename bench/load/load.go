@@ -34,12 +34,16 @@ type Config struct {
 	Measuring func()
 }
 
-// NewClient returns a client keeping one idle connection per worker, so
-// that every worker reuses its own connection.
+// NewClient returns a client of at most one connection per worker, kept
+// alive. MaxConnsPerHost makes it at most, not about: without it a
+// request that finds no idle connection dials a new one even when another
+// is about to be returned, and a run could open more connections than it
+// has workers (one CI run did).
 func NewClient(concurrency int) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 0 // no limit
 	t.MaxIdleConnsPerHost = max(concurrency, 2)
+	t.MaxConnsPerHost = max(concurrency, 1)
 	t.DisableCompression = true
 	return &http.Client{Transport: t, Timeout: time.Minute}
 }
