@@ -31,25 +31,29 @@ var replay = map[string]struct {
 	status int
 	calls  map[string]int
 }{
-	"healthz":     {http.StatusOK, map[string]int{"GetItem": 1}},
-	"list-hosts":  {http.StatusOK, map[string]int{"Query": 1}},
-	"get-host":    {http.StatusOK, map[string]int{"GetItem": 1}},
-	"create-host": {http.StatusCreated, map[string]int{"UpdateItem": 1, "GetItem": 1, "PutItem": 1}},
+	"healthz":    {http.StatusOK, map[string]int{"GetItem": 1}},
+	"list-hosts": {http.StatusOK, map[string]int{"Query": 1}},
+	"get-host":   {http.StatusOK, map[string]int{"GetItem": 1}},
+	// The id, then one transaction: the host, its count of shortcuts and
+	// the owner's count of hosts.
+	"create-host": {http.StatusCreated, map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}},
 	"update-host": {http.StatusOK, map[string]int{"GetItem": 1, "PutItem": 1}},
-	// The host's entries go after it: a Query of them, one BatchWriteItem
-	// per 25.
-	"delete-host": {http.StatusOK, map[string]int{"DeleteItem": 1, "Query": 1, "BatchWriteItem": 1}},
+	// The host goes in a transaction with the owner's count of hosts; its
+	// entries (and its count of shortcuts) after it: a Query of them, one
+	// BatchWriteItem per 25.
+	"delete-host": {http.StatusOK, map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
 
 	// The host is read first, then its list (or the entry deleted).
 	"list-recent-files":  {http.StatusOK, map[string]int{"GetItem": 1, "Query": 1}},
 	"delete-recent-file": {http.StatusOK, map[string]int{"GetItem": 1, "DeleteItem": 1}},
 	"list-shortcuts":     {http.StatusOK, map[string]int{"GetItem": 1, "Query": 1}},
-	"delete-shortcut":    {http.StatusOK, map[string]int{"GetItem": 1, "DeleteItem": 1}},
+	// A shortcut's delete is a transaction with its host's count.
+	"delete-shortcut": {http.StatusOK, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 	// Adds check the host in their transaction: a recent entry, then a
-	// Query for the entries past 100; a shortcut after a Query counting
-	// the host's shortcuts.
+	// Query for the entries past 100; a shortcut with the increment of
+	// the host's count of shortcuts.
 	"add-recent-file": {http.StatusOK, map[string]int{"TransactWriteItems": 1, "Query": 1}},
-	"add-shortcut":    {http.StatusOK, map[string]int{"Query": 1, "TransactWriteItems": 1}},
+	"add-shortcut":    {http.StatusOK, map[string]int{"TransactWriteItems": 1}},
 
 	"list-alerts":   {http.StatusOK, map[string]int{"Query": 2}},
 	"dismiss-alert": {http.StatusOK, map[string]int{"Query": 1, "PutItem": 1}},

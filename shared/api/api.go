@@ -58,6 +58,10 @@ func FromApp(a *app.App) (Config, error) {
 		Ping:   a.Store.Ping,
 		Logger: a.Log,
 	}
+	// The limits of the settings (SSHDECK_LIMIT_*), which config.Load
+	// fills with their defaults.
+	cfg.Hosts.Limits = a.Config.Limits
+	cfg.Files.Limits = a.Config.Limits
 	var remote alerts.Remote
 	if url := a.Config.AlertsURL; url != "" {
 		list, err := upstream.NewAlertsList(url, 0, nil)

@@ -9,11 +9,10 @@ import (
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
-// Recent files are listed 20 at a time unless ?limit= asks for up to 100.
-const (
-	defaultRecentLimit = 20
-	maxRecentLimit     = sshdeck.MaxRecentFiles
-)
+// Recent files are listed 20 at a time unless ?limit= asks for more; a
+// larger limit than a page may hold is that many (as it was 100 before
+// paging), where the shortcuts' ?limit= is 1..maxPage like every list's.
+const defaultRecentLimit = 20
 
 // fileRoutes binds the file manager's routes to their handlers.
 func (s *Server) fileRoutes() map[string]handlerFunc {
@@ -27,6 +26,10 @@ func (s *Server) fileRoutes() map[string]handlerFunc {
 	}
 }
 
+// listFiles answers one list of a host's: recent entries newest first,
+// shortcuts oldest first, a page at a time (page.go). The recent list is
+// paged by default (20 entries); the shortcuts are all answered without
+// ?limit=. A cursor is the order's key of the page's last entry (files.Cursor).
 func (s *Server) listFiles(kind sshdeck.FileKind) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 		q := r.URL.Query()
@@ -34,15 +37,30 @@ func (s *Server) listFiles(kind sshdeck.FileKind) handlerFunc {
 		if err != nil {
 			return err
 		}
-		limit := 0
+		var limit int
 		if kind == sshdeck.RecentFile {
-			if limit, err = recentLimit(q.Get("limit")); err != nil {
+			limit, err = recentLimit(q.Get("limit"))
+		} else {
+			limit, err = pageLimit(q)
+		}
+		if err != nil {
+			return err
+		}
+		var after *files.Cursor
+		if raw, ok := q["cursor"]; ok {
+			if len(raw) > 1 {
+				return sshdeck.Errorf(sshdeck.Invalid, "cursor: give one")
+			}
+			if after, err = files.ParseCursor(raw[0]); err != nil {
 				return err
 			}
 		}
-		entries, err := s.cfg.Files.List(r.Context(), caller.UserID, hostID, kind, limit)
+		entries, next, err := s.cfg.Files.List(r.Context(), caller.UserID, hostID, kind, after, limit)
 		if err != nil {
 			return err
+		}
+		if next != nil {
+			setNext(w, r, limit, next.Encode())
 		}
 		web.WriteJSON(w, http.StatusOK, entries)
 		return nil
@@ -109,14 +127,17 @@ func queryHostID(raw string) (int64, error) {
 	return id, files.CheckHostID(id)
 }
 
-// recentLimit reads ?limit=: 20 when absent, at most 100.
+// recentLimit reads ?limit= of the recent list: 20 when absent, and at
+// most maxPage (a larger limit is maxPage, as it was the list's 100 before
+// paging: a client asking for "all" keeps getting them, the default
+// SSHDECK_LIMIT_RECENT being 100).
 func recentLimit(raw string) (int, error) {
 	if raw == "" {
 		return defaultRecentLimit, nil
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 {
-		return 0, sshdeck.Errorf(sshdeck.Invalid, "limit must be a positive integer (at most %d)", maxRecentLimit)
+		return 0, sshdeck.Errorf(sshdeck.Invalid, "limit must be a positive integer (at most %d)", maxPage)
 	}
-	return min(n, maxRecentLimit), nil
+	return min(n, maxPage), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -108,12 +109,15 @@ func TestShortcuts(t *testing.T) {
 	if !list[0].LastOpened.IsZero() {
 		t.Fatalf("a shortcut has lastOpened %s", list[0].LastOpened)
 	}
-	// A host holds 100 shortcuts.
+	// A host holds SSHDECK_LIMIT_SHORTCUTS shortcuts (here 100).
+	limits := config.DefaultLimits
+	limits.Shortcuts = 100
+	e.setLimits(limits)
 	for i := range 98 {
 		e.addFile(e.alice, "shortcuts", map[string]any{"path": fmt.Sprintf("/s%02d", i), "hostId": h.ID}, "Shortcut added")
 	}
 	resp := e.sendJSON("POST", e.alice, "/ssh/file_manager/shortcuts", map[string]any{"path": "/one-too-many", "hostId": h.ID})
-	if resp.Status != http.StatusConflict || resp.errorCode(t) != "conflict" {
+	if resp.Status != http.StatusConflict || resp.errorCode(t) != "limit_exceeded" || !strings.Contains(string(resp.Body), "SSHDECK_LIMIT_SHORTCUTS") {
 		t.Fatalf("101st shortcut: %d %s", resp.Status, resp.Body)
 	}
 	e.addFile(e.alice, "shortcuts", map[string]any{"path": "/etc", "hostId": h.ID}, "Shortcut added")

@@ -24,6 +24,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/releases"
@@ -45,14 +46,16 @@ type env struct {
 	authn *auth.Authenticator
 	// hostsService is the service behind handler.
 	hostsService *hosts.Service
-	handler      http.Handler
-	logs         *logbuf.Buffer
-	spec         *openapitest.Validator
-	alice        string // bearer tokens
-	bob          string
-	root         string
-	github       *upstreamtest.GitHub
-	remote       *upstreamtest.Alerts
+	// limits are the services' (setLimits); config.DefaultLimits at first.
+	limits  config.Limits
+	handler http.Handler
+	logs    *logbuf.Buffer
+	spec    *openapitest.Validator
+	alice   string // bearer tokens
+	bob     string
+	root    string
+	github  *upstreamtest.GitHub
+	remote  *upstreamtest.Alerts
 	// now is the clock of every service; tests move it, never sleep.
 	mu  sync.Mutex
 	now time.Time
@@ -83,7 +86,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, store: store, logs: &logbuf.Buffer{}, now: time.Now()}
+	e := &env{t: t, dir: dir, store: store, logs: &logbuf.Buffer{}, now: time.Now(), limits: config.DefaultLimits}
 	authn := auth.NewAuthenticator(store, store, e.clock)
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, e.clock)
@@ -111,15 +114,24 @@ func (e *env) server() *api.Server {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	fileService := files.NewService(e.store, e.clock)
+	fileService.Limits = e.limits
 	return api.New(api.Config{
 		Hosts:         e.hostsService,
-		Files:         files.NewService(e.store, e.clock),
+		Files:         fileService,
 		Alerts:        alerts.NewService(e.store, upstream.NewRemoteAlerts(list, log, e.clock), e.clock),
 		Releases:      releases.NewService(github, e.store, log, e.clock),
 		Ping:          e.store.Ping,
 		Authenticator: e.authn,
 		Logger:        log,
 	})
+}
+
+// setLimits gives the services other limits than the defaults.
+func (e *env) setLimits(l config.Limits) {
+	e.limits = l
+	e.hostsService.Limits = l
+	e.handler = e.server().Router()
 }
 
 func (e *env) user(name string, admin bool) string {

@@ -25,13 +25,39 @@ func (s *Server) hostRoutes() map[string]handlerFunc {
 // listPage is how many hosts a list reads from the store at a time.
 const listPage = 100
 
-// listHosts streams the caller's hosts a page at a time, so that the
-// memory a list takes is bounded by a page, not by the caller's hosts.
+// listHosts answers the caller's hosts in id order. Without ?limit= it
+// streams them all a page of the store at a time, so that the memory a list
+// takes is bounded by a page, not by the caller's hosts; with ?limit=N it
+// answers the N after ?cursor= (from the first without one) and a Link to
+// the next page when more follow (page.go).
+//
+// Ids only grow and are never reused, and each page starts after the last
+// id of the one before: a host that exists for the whole walk is on
+// exactly one page, whatever is created or deleted meanwhile; one created
+// during the walk is on a later page, one deleted may or may not be seen.
 func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdeck.Principal) error {
 	ctx := r.Context()
-	page, err := s.cfg.Hosts.Page(ctx, caller.UserID, 0, listPage)
+	q := r.URL.Query()
+	limit, err := pageLimit(q)
+	if err != nil {
+		return err
+	}
+	after, err := parseHostCursor(q)
+	if err != nil {
+		return err
+	}
+	chunk := listPage
+	if limit > 0 {
+		// One more than the page tells whether another follows.
+		chunk = limit + 1
+	}
+	page, err := s.cfg.Hosts.Page(ctx, caller.UserID, after, chunk)
 	if err != nil {
 		return err // nothing written yet: an error answer is still possible
+	}
+	if limit > 0 && len(page) > limit {
+		page = page[:limit]
+		setNext(w, r, limit, hostCursor(page[limit-1].ID))
 	}
 	list := web.StartJSONArray(w)
 	var item []byte
@@ -42,7 +68,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, caller sshdec
 				return s.abort(r, err)
 			}
 		}
-		if len(page) < listPage {
+		if limit > 0 || len(page) < listPage {
 			break
 		}
 		if page, err = s.cfg.Hosts.Page(ctx, caller.UserID, page[len(page)-1].ID, listPage); err != nil {

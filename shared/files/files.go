@@ -4,11 +4,16 @@
 package files
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -49,26 +54,43 @@ type Entry struct {
 
 // Service applies the file-manager rules over a store.
 type Service struct {
+	// Limits are the deployment's limits (config.Limits; FromApp sets
+	// them from the settings): Shortcuts and Recent per host are enforced
+	// here. NewService sets config.DefaultLimits, and a zero limit is its
+	// default.
+	Limits config.Limits
+
 	store Store
 	now   func() time.Time
 }
 
-// NewService returns a Service; now is the clock (time.Now when nil).
+// NewService returns a Service with the default limits; now is the clock
+// (time.Now when nil).
 func NewService(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now}
+	return &Service{Limits: config.DefaultLimits, store: store, now: now}
+}
+
+// MaxShortcuts is how many shortcuts a host may have.
+func (s *Service) MaxShortcuts() int {
+	return cmp.Or(max(s.Limits.Shortcuts, 0), config.DefaultLimits.Shortcuts)
+}
+
+// MaxRecent is how many recent entries a host keeps.
+func (s *Service) MaxRecent() int {
+	return cmp.Or(max(s.Limits.Recent, 0), config.DefaultLimits.Recent)
 }
 
 // AddRecent puts the path on top of the host's recent files, dropping the
-// oldest beyond sshdeck.MaxRecentFiles.
+// oldest beyond MaxRecent.
 func (s *Service) AddRecent(ctx context.Context, owner string, in *Input) error {
 	e, err := s.entry(owner, sshdeck.RecentFile, in)
 	if err != nil {
 		return err
 	}
-	return hostError(s.store.PutRecentFile(ctx, e, sshdeck.MaxRecentFiles), e.HostID)
+	return hostError(s.store.PutRecentFile(ctx, e, s.MaxRecent()), e.HostID)
 }
 
 // AddShortcut adds the path to the host's shortcuts; a path that is there
@@ -78,23 +100,76 @@ func (s *Service) AddShortcut(ctx context.Context, owner string, in *Input) (add
 	if err != nil {
 		return false, err
 	}
-	added, err = s.store.AddShortcut(ctx, e, sshdeck.MaxShortcuts)
+	added, err = s.store.AddShortcut(ctx, e, s.MaxShortcuts())
 	return added, hostError(err, e.HostID)
 }
 
-// List returns at most limit entries of one kind of the owner's host (all
-// of them when limit is 0), in the store's order: recent newest first,
-// shortcuts oldest first.
-func (s *Service) List(ctx context.Context, owner string, hostID int64, kind sshdeck.FileKind, limit int) ([]*Entry, error) {
+// Cursor is where a page of a list ended: the order's key of its last
+// entry (its LastOpened for a recent entry, its CreatedAt for a shortcut,
+// and its path). The next page starts after it, whatever was added or
+// deleted since: an entry that keeps its place for the whole walk is on
+// exactly one page.
+type Cursor struct {
+	At   time.Time
+	Path string
+}
+
+// Encode is the cursor as the API shows it: opaque, URL-safe base64 of
+// the time in Unix nanoseconds, a colon and the path.
+func (c *Cursor) Encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.At.UnixNano(), 10) + ":" + c.Path))
+}
+
+// ParseCursor reads a cursor that Encode made; Invalid for anything else.
+func ParseCursor(raw string) (*Cursor, error) {
+	bad := sshdeck.Errorf(sshdeck.Invalid, "cursor: not a cursor of this list (take it from the Link header of the page before)")
+	b, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, bad
+	}
+	nanos, path, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(nanos, 10, 64)
+	if !ok || err != nil || checkPath(path) != nil || !utf8.ValidString(path) {
+		return nil, bad
+	}
+	c := &Cursor{At: time.Unix(0, n).UTC(), Path: path}
+	if c.Encode() != raw {
+		return nil, bad
+	}
+	return c, nil
+}
+
+// List returns the entries of one kind of the owner's host that come after
+// the cursor (nil: from the first), in the store's order (recent newest
+// first, shortcuts oldest first): at most limit of them (0: all), and the
+// cursor of the last one when more follow (nil when none do).
+func (s *Service) List(ctx context.Context, owner string, hostID int64, kind sshdeck.FileKind, after *Cursor, limit int) ([]*Entry, *Cursor, error) {
 	if err := s.checkHost(ctx, owner, hostID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stored, err := s.store.Files(ctx, owner, hostID, kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if after != nil {
+		mark := &sshdeck.FileEntry{Path: after.Path, LastOpened: after.At, CreatedAt: after.At}
+		// The list is in order: skip what is not after the mark.
+		i, _ := slices.BinarySearchFunc(stored, mark, func(e, mark *sshdeck.FileEntry) int {
+			return sshdeck.CompareFiles(e, mark, kind)
+		})
+		for i < len(stored) && sshdeck.CompareFiles(stored[i], mark, kind) <= 0 {
+			i++
+		}
+		stored = stored[i:]
+	}
+	var next *Cursor
 	if limit > 0 && len(stored) > limit {
 		stored = stored[:limit]
+		last := stored[limit-1]
+		next = &Cursor{At: last.CreatedAt, Path: last.Path}
+		if kind == sshdeck.RecentFile {
+			next.At = last.LastOpened
+		}
 	}
 	entries := make([]*Entry, len(stored))
 	for i, e := range stored {
@@ -103,7 +178,7 @@ func (s *Service) List(ctx context.Context, owner string, hostID int64, kind ssh
 			CreatedAt: e.CreatedAt, LastOpened: e.LastOpened,
 		}
 	}
-	return entries, nil
+	return entries, next, nil
 }
 
 // Delete removes the entry at the path from one kind of the host's list.

@@ -4,12 +4,14 @@
 package hosts
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
@@ -55,18 +57,27 @@ func (p *Precondition) version() (version int64, ok bool) {
 
 // Service applies the host rules over a store.
 type Service struct {
+	// Limits are the deployment's limits (config.Limits; FromApp sets
+	// them from the settings): Hosts per user is enforced here. NewService
+	// sets config.DefaultLimits, and a zero limit is its default.
+	Limits config.Limits
+
 	store  sshdeck.HostStore
 	sealer *secret.Sealer
 	now    func() time.Time
 }
 
-// NewService returns a Service; now is the clock (time.Now when nil).
+// NewService returns a Service with the default limits; now is the clock
+// (time.Now when nil).
 func NewService(store sshdeck.HostStore, sealer *secret.Sealer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, sealer: sealer, now: now}
+	return &Service{Limits: config.DefaultLimits, store: store, sealer: sealer, now: now}
 }
+
+// maxHosts is the limit of hosts per user.
+func (s *Service) maxHosts() int { return cmp.Or(max(s.Limits.Hosts, 0), config.DefaultLimits.Hosts) }
 
 // maxUpdateAttempts bounds the retries of an unconditional update that lost
 // a race with another writer.
@@ -122,7 +133,7 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if h.Sealed, err = s.seal(ctx, h, creds, nil); err != nil {
 		return nil, err
 	}
-	if err := s.store.CreateHost(ctx, h); err != nil {
+	if err := s.store.CreateHost(ctx, h, s.maxHosts()); err != nil {
 		return nil, err
 	}
 	return newRecord(h, creds), nil

@@ -104,7 +104,7 @@ func (s *onceRacing) Host(ctx context.Context, owner string, id int64) (*sshdeck
 func TestRecordShowsNilListsAsEmpty(t *testing.T) {
 	svc, store := newService(t)
 	ctx := context.Background()
-	if err := store.CreateHost(ctx, &sshdeck.Host{Owner: "usr_a", ID: 1, Version: 1, HostConfig: sshdeck.HostConfig{IP: "h", Username: "u"}}); err != nil {
+	if err := store.CreateHost(ctx, &sshdeck.Host{Owner: "usr_a", ID: 1, Version: 1, HostConfig: sshdeck.HostConfig{IP: "h", Username: "u"}}, 1000); err != nil {
 		t.Fatal(err)
 	}
 	for _, get := range []func() (*Record, error){

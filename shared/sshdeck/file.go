@@ -12,21 +12,19 @@ type FileKind string
 
 const (
 	// RecentFile entries are files opened lately, newest first, at most
-	// MaxRecentFiles per host.
+	// config.Limits.Recent per host (adding one more drops the oldest).
 	RecentFile FileKind = "recent"
 	// Shortcut entries are files or folders a user pinned, at most
-	// MaxShortcuts per host.
+	// config.Limits.Shortcuts per host (adding one more is refused with
+	// ShortcutsExceeded until one is deleted).
 	Shortcut FileKind = "shortcut"
 )
 
-const (
-	// MaxRecentFiles is how many recent entries a host keeps; adding one
-	// more drops the oldest.
-	MaxRecentFiles = 100
-	// MaxShortcuts is how many shortcuts a host may have; adding one more
-	// is refused (Conflict) until one is deleted.
-	MaxShortcuts = 100
-)
+// ShortcutsExceeded is the error of an add that would take a host past max
+// shortcuts (config.Limits.Shortcuts), the same from every store.
+func ShortcutsExceeded(hostID int64, max int) *Error {
+	return Errorf(LimitExceeded, "limit of shortcuts per host reached: host %d has %d, the most it may have (SSHDECK_LIMIT_SHORTCUTS); delete one first", hostID, max)
+}
 
 // FileEntry is one entry of a file-manager list. Its key is (Owner, HostID,
 // Kind, Path): adding the same path again updates the entry, never adds a
@@ -57,9 +55,10 @@ type FileStore interface {
 	// NotFound when the owner has no host e.HostID.
 	PutRecentFile(ctx context.Context, e *FileEntry, keep int) error
 	// AddShortcut stores e (Kind Shortcut) unless an entry exists at its
-	// path, which is left as it is; added reports which. Conflict when the
-	// host has max shortcuts already and e's path is not one of them;
-	// NotFound when the owner has no host e.HostID.
+	// path, which is left as it is; added reports which. LimitExceeded
+	// (ShortcutsExceeded) when the host has max shortcuts already and e's
+	// path is not one of them, the count and the write being one atomic
+	// step; NotFound when the owner has no host e.HostID.
 	AddShortcut(ctx context.Context, e *FileEntry, max int) (added bool, err error)
 	// Files returns the entries of one kind of the owner's host: recent
 	// entries newest first (LastOpened descending, then Path descending),
@@ -73,13 +72,17 @@ type FileStore interface {
 // SortFiles puts entries of one kind in the order FileStore.Files returns
 // them. Stores use it: neither keeps a list in that order by itself.
 func SortFiles(es []*FileEntry, kind FileKind) {
+	slices.SortFunc(es, func(a, b *FileEntry) int { return CompareFiles(a, b, kind) })
+}
+
+// CompareFiles orders two entries of one kind as FileStore.Files does:
+// recent entries newest first (LastOpened descending, then Path
+// descending), shortcuts oldest first (CreatedAt ascending, then Path
+// ascending). No two entries of a host's list compare equal: their paths
+// differ.
+func CompareFiles(a, b *FileEntry, kind FileKind) int {
 	if kind == RecentFile {
-		slices.SortFunc(es, func(a, b *FileEntry) int {
-			return cmp.Or(b.LastOpened.Compare(a.LastOpened), cmp.Compare(b.Path, a.Path))
-		})
-		return
+		return cmp.Or(b.LastOpened.Compare(a.LastOpened), cmp.Compare(b.Path, a.Path))
 	}
-	slices.SortFunc(es, func(a, b *FileEntry) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Path, b.Path))
-	})
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.Path, b.Path))
 }

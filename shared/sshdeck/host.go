@@ -94,8 +94,10 @@ type HostStore interface {
 	// NextHostID allocates the next host id of the owner.
 	NextHostID(ctx context.Context, owner string) (int64, error)
 	// CreateHost stores h, whose Owner, ID (from NextHostID) and Version (1)
-	// are set; Conflict when the id exists.
-	CreateHost(ctx context.Context, h *Host) error
+	// are set; Conflict when the id exists, LimitExceeded (HostsExceeded)
+	// when the owner has max hosts already. The count and the write are
+	// one atomic step: concurrent creates never take an owner past max.
+	CreateHost(ctx context.Context, h *Host, max int) error
 	// Host returns the owner's host; NotFound when absent.
 	Host(ctx context.Context, owner string, id int64) (*Host, error)
 	// Hosts returns the owner's hosts with an id above after, ordered by
@@ -111,6 +113,12 @@ type HostStore interface {
 	// With version > 0 the stored version must equal it (else Conflict).
 	// NotFound when absent.
 	DeleteHost(ctx context.Context, owner string, id int64, version int64) error
+}
+
+// HostsExceeded is the error of a create that would take its owner past
+// max hosts (config.Limits.Hosts), the same from every store.
+func HostsExceeded(max int) *Error {
+	return Errorf(LimitExceeded, "limit of hosts per user reached: you have %d, the most you may have (SSHDECK_LIMIT_HOSTS); delete one first", max)
 }
 
 // Store is everything a deployment persists.

@@ -32,7 +32,7 @@ func mustCreateHosts(t *testing.T, s *dynamo.Store, owner string, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateHost(t.Context(), newHost(owner, id, 1)); err != nil {
+		if err := s.CreateHost(t.Context(), newHost(owner, id, 1), 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,9 +112,14 @@ func TestCallCounts(t *testing.T) {
 		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err }, "", map[string]int{"Query": 1}},
 		{"Hosts, a page", func() error { _, err := s.Hosts(ctx, "alice", 1, 1); return err }, "", map[string]int{"Query": 1}},
 		{"NextHostID", func() error { _, err := s.NextHostID(ctx, "alice"); return err }, "", map[string]int{"UpdateItem": 1}},
-		{"CreateHost", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1)) }, "", map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"CreateHost of an existing id", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1)) }, sshdeck.Conflict, map[string]int{"GetItem": 1, "PutItem": 1}},
-		{"CreateHost past the counter", func() error { return s.CreateHost(ctx, newHost("alice", 10, 1)) }, "", map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"CreateHost", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1), 1000) }, "", map[string]int{"TransactWriteItems": 1}},
+		{"CreateHost of an existing id", func() error { return s.CreateHost(ctx, newHost("alice", 3, 1), 1000) }, sshdeck.Conflict, map[string]int{"TransactWriteItems": 1}},
+		// The first transaction requires the counter at or past the id; the
+		// read of the counter, then one that raises it.
+		{"CreateHost past the counter", func() error { return s.CreateHost(ctx, newHost("alice", 10, 1), 1000) }, "", map[string]int{"GetItem": 1, "TransactWriteItems": 2}},
+		// The count is refused in the transaction, and the counter read
+		// says why.
+		{"CreateHost at the limit", func() error { return s.CreateHost(ctx, newHost("alice", 11, 1), 4) }, sshdeck.LimitExceeded, map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
 		{"UpdateHost", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, "", map[string]int{"PutItem": 1}},
 		{"UpdateHost stale", func() error { return s.UpdateHost(ctx, newHost("alice", 1, 2)) }, sshdeck.Conflict, map[string]int{"PutItem": 1, "GetItem": 1}},
 		{"UpdateHost absent", func() error { return s.UpdateHost(ctx, newHost("alice", 99, 2)) }, sshdeck.NotFound, map[string]int{"PutItem": 1, "GetItem": 1}},
@@ -132,29 +137,35 @@ func TestCallCounts(t *testing.T) {
 		}, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1}},
 		{"AddShortcut", func() error {
 			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 2))(true)
-		}, "", map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"AddShortcut again", func() error {
 			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 2))(false)
-		}, "", map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"AddShortcut on an absent host", func() error {
 			_, err := s.AddShortcut(ctx, newEntry("alice", 99, sshdeck.Shortcut, "/s"), 2)
 			return err
-		}, sshdeck.NotFound, map[string]int{"Query": 1, "TransactWriteItems": 1}},
+		}, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1}},
+		// Refused by the count: the counter read says so, the entry's that
+		// the path is new.
 		{"AddShortcut at max", func() error {
 			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/t"), 1)
 			return err
-		}, sshdeck.Conflict, map[string]int{"Query": 1, "GetItem": 1}},
+		}, sshdeck.LimitExceeded, map[string]int{"TransactWriteItems": 1, "GetItem": 2}},
 		{"AddShortcut at max, again", func() error {
 			return wantAdded(s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s"), 1))(false)
-		}, "", map[string]int{"Query": 1, "GetItem": 1}},
+		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"Files", func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err }, "", map[string]int{"Query": 1}},
 		{"DeleteFile", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.RecentFile, "/c") }, "", map[string]int{"DeleteItem": 1}},
 		{"DeleteFile absent", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.RecentFile, "/c") }, sshdeck.NotFound, map[string]int{"DeleteItem": 1}},
-		{"DeleteHost at another version", func() error { return s.DeleteHost(ctx, "alice", 1, 1) }, sshdeck.Conflict, map[string]int{"DeleteItem": 1, "GetItem": 1}},
-		// Host 1 has a recent entry and a shortcut, host 2 none.
-		{"DeleteHost at its version, with entries", func() error { return s.DeleteHost(ctx, "alice", 1, 2) }, "", map[string]int{"DeleteItem": 1, "Query": 1, "BatchWriteItem": 1}},
-		{"DeleteHost at any version, without entries", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, "", map[string]int{"DeleteItem": 1, "Query": 1}},
-		{"DeleteHost absent", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, sshdeck.NotFound, map[string]int{"DeleteItem": 1}},
+		// A shortcut's delete is a transaction with its host's count.
+		{"DeleteFile(shortcut)", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.Shortcut, "/s") }, "", map[string]int{"TransactWriteItems": 1}},
+		{"DeleteFile(shortcut) absent", func() error { return s.DeleteFile(ctx, "alice", 1, sshdeck.Shortcut, "/s") }, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1}},
+		{"DeleteHost at another version", func() error { return s.DeleteHost(ctx, "alice", 1, 1) }, sshdeck.Conflict, map[string]int{"TransactWriteItems": 1, "GetItem": 1}},
+		// Host 1 has a recent entry and its count of shortcuts, host 2 its
+		// count alone.
+		{"DeleteHost at its version, with entries", func() error { return s.DeleteHost(ctx, "alice", 1, 2) }, "", map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+		{"DeleteHost at any version, without entries", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, "", map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+		{"DeleteHost absent", func() error { return s.DeleteHost(ctx, "alice", 2, 0) }, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1}},
 		{"CreateAlert", func() error { return s.CreateAlert(ctx, newAlert("alr_1", now)) }, "", map[string]int{"PutItem": 1}},
 		{"CreateAlert of an existing id", func() error { return s.CreateAlert(ctx, newAlert("alr_1", now)) }, sshdeck.Conflict, map[string]int{"PutItem": 1}},
 		{"Alerts", func() error { _, err := s.Alerts(ctx, now); return err }, "", map[string]int{"Query": 1}},
@@ -343,8 +354,8 @@ func TestPagination(t *testing.T) {
 		}
 	}
 	_, err = s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/s5"), 5)
-	if code := sshdeck.ErrorCode(err); code != sshdeck.Conflict {
-		t.Errorf("AddShortcut 6 of 5: got %v, want a conflict", err)
+	if code := sshdeck.ErrorCode(err); code != sshdeck.LimitExceeded {
+		t.Errorf("AddShortcut 6 of 5: got %v, want limit_exceeded", err)
 	}
 	if shortcuts, err := s.Files(ctx, "alice", 1, sshdeck.Shortcut); err != nil || len(shortcuts) != 5 {
 		t.Errorf("shortcuts: got %d, %v; want 5", len(shortcuts), err)
@@ -366,17 +377,17 @@ func TestPagination(t *testing.T) {
 	if err := s.DeleteHost(ctx, "alice", 2, 0); err != nil {
 		t.Fatal(err)
 	}
-	// 25 full pages of 2, then an empty one: a full page may not be the
-	// last. Two full batches: not 3 of fewer, not 1 of more.
-	want := map[string]int{"DeleteItem": 1, "Query": 26, "BatchWriteItem": 2}
+	// 50 entries and the count of shortcuts: 25 full pages of 2, then a
+	// page of 1. Three batches: two full, one of 1.
+	want := map[string]int{"TransactWriteItems": 1, "Query": 26, "BatchWriteItem": 3}
 	if got := srv.Calls(); !maps.Equal(got, want) {
 		t.Errorf("DeleteHost of a host with 50 entries: got calls %v, want %v", got, want)
 	}
 	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000002#"); n != 0 {
 		t.Errorf("DeleteHost left %d of its 50 entries", n)
 	}
-	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000001#"); n != 8 {
-		t.Errorf("host 1 has %d entries after deleting host 2, want 8", n)
+	if n := countItems(t, srv, "OWNER#alice", "FILE#0000000000000000001#"); n != 9 {
+		t.Errorf("host 1 has %d entries (and its count) after deleting host 2, want 8 and 1", n)
 	}
 }
 
@@ -454,9 +465,11 @@ func TestConsistentReads(t *testing.T) {
 		"RevokeToken": func() error { _, err := s.RevokeToken(ctx, "t-1", time.Now()); return err },
 		"Host":        func() error { _, err := s.Host(ctx, "alice", 1); return err },
 		"Hosts":       func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err },
-		"CreateHost":  func() error { return s.CreateHost(ctx, newHost("alice", 1, 1)) },
-		"UpdateHost":  func() error { return s.UpdateHost(ctx, newHost("alice", 1, 5)) },
-		"DeleteHost":  func() error { return s.DeleteHost(ctx, "alice", 1, 5) },
+		// Refused by the count: the read of the counter (host 1 is always
+		// there: its DeleteHost below names another version).
+		"CreateHost": func() error { return s.CreateHost(ctx, newHost("alice", 99, 1), 1) },
+		"UpdateHost": func() error { return s.UpdateHost(ctx, newHost("alice", 1, 5)) },
+		"DeleteHost": func() error { return s.DeleteHost(ctx, "alice", 1, 5) },
 		"DeleteHost with entries": func() error {
 			// The query after the delete, which must see every entry.
 			if err := s.DeleteHost(ctx, "alice", 2, 0); err != nil || len(r.consistent) != 1 {
@@ -467,15 +480,14 @@ func TestConsistentReads(t *testing.T) {
 		"PutRecentFile": func() error {
 			return s.PutRecentFile(ctx, newEntry("alice", 1, sshdeck.RecentFile, "/a"), 1)
 		},
-		"AddShortcut": func() error {
-			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/a"), 1)
-			return err
-		},
 		"AddShortcut at max": func() error {
-			// The count and the read of the entry.
-			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/b"), 0)
-			if sshdeck.ErrorCode(err) != sshdeck.Conflict || len(r.consistent) != 2 {
-				t.Errorf("AddShortcut at max: got %v after %d reads, want a conflict after 2", err, len(r.consistent))
+			// The reads of the counter and of the entry (the first add
+			// fills host 1 up to 1, unless it is full already).
+			s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/a"), 1)
+			r.consistent = nil
+			_, err := s.AddShortcut(ctx, newEntry("alice", 1, sshdeck.Shortcut, "/b"), 1)
+			if sshdeck.ErrorCode(err) != sshdeck.LimitExceeded || len(r.consistent) != 2 {
+				t.Errorf("AddShortcut at max: got %v after %d reads, want limit_exceeded after 2", err, len(r.consistent))
 			}
 			return nil
 		},

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -169,32 +170,33 @@ func (s *Store) trimRecent(ctx context.Context, owner string, id int64, keep int
 	return s.deleteAll(ctx, keys)
 }
 
-// AddShortcut counts the host's shortcuts (a consistent Query, Select
-// COUNT). Below limit, it puts e only if its path is free, in one
-// transaction with a check that the host exists: Query and
-// TransactWriteItems. At limit, a consistent GetItem tells a path already
-// there (no-op) from a new one (Conflict): Query and GetItem.
-//
-// The count and the put are not one transaction (no transaction counts), so
-// concurrent adds to a host one below the limit may all succeed and pass it
-// by a few: the limit bounds what a host costs, not an exact number.
+// AddShortcut puts e only if its path is free, in one transaction with a
+// check that the host exists and the increment of the host's count of
+// shortcuts, conditioned on it being below limit (addCounted): one
+// TransactWriteItems. At the limit, a GetItem of the counter finds it so,
+// and a consistent GetItem of the entry tells a path already there (no-op)
+// from a new one (LimitExceeded).
 func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, limit int) (bool, error) {
 	if e.Kind != sshdeck.Shortcut {
 		return false, fmt.Errorf("dynamo: add shortcut: kind %q is not %q", e.Kind, sshdeck.Shortcut)
+	}
+	if limit < 1 {
+		return false, fmt.Errorf("dynamo: add shortcut: limit %d is not positive", limit)
 	}
 	k, err := fileKey(e.Owner, e.HostID, e.Kind, e.Path)
 	if err != nil {
 		return false, wrap("add shortcut", err)
 	}
-	prefix, err := fileKindPrefix(e.HostID, e.Kind)
-	if err != nil {
-		return false, wrap("add shortcut", err)
-	}
-	n, err := s.count(ctx, prefixQuery(ownerPK(e.Owner), prefix))
-	if err != nil {
-		return false, wrap("add shortcut", err)
-	}
-	if n >= limit {
+	failed, err := s.addCounted(ctx, shortcutCounter(e.Owner, e.HostID), limit, []types.TransactWriteItem{
+		{ConditionCheck: s.hostCheck(e.Owner, e.HostID)},
+		{Put: s.putNew(k.with(fileAttrs(e)))},
+	}, nil)
+	switch {
+	case failed == 0:
+		return false, hostNotFound(e.HostID)
+	case failed == 1:
+		return false, nil // the path is a shortcut already, left as it is
+	case errors.Is(err, errAtLimit):
 		found, err := s.exists(ctx, k)
 		switch {
 		case err != nil:
@@ -202,21 +204,8 @@ func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, limit int
 		case found:
 			return false, nil
 		}
-		return false, sshdeck.Errorf(sshdeck.Conflict, "host %d has %d shortcuts, the most it may have; delete one first", e.HostID, limit)
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: s.hostCheck(e.Owner, e.HostID)},
-			{Put: s.putNew(k.with(fileAttrs(e)))},
-		},
-	})
-	switch failedItem(err) {
-	case 0:
-		return false, hostNotFound(e.HostID)
-	case 1:
-		return false, nil // the path is a shortcut already, left as it is
-	}
-	if err != nil {
+		return false, sshdeck.ShortcutsExceeded(e.HostID, limit)
+	case err != nil:
 		return false, wrap("add shortcut", err)
 	}
 	return true, nil
@@ -239,11 +228,27 @@ func (s *Store) Files(ctx context.Context, owner string, hostID int64, kind sshd
 }
 
 // DeleteFile removes one entry: one DeleteItem conditioned on the entry
-// existing. The NotFound message leaves the path out: it may be 4096
+// existing, for a shortcut one TransactWriteItems of that delete and the
+// host's count of shortcuts (removeCounted). The NotFound message leaves the path out: it may be 4096
 // characters long.
 func (s *Store) DeleteFile(ctx context.Context, owner string, hostID int64, kind sshdeck.FileKind, path string) error {
 	k, err := fileKey(owner, hostID, kind, path)
 	if err != nil {
+		return wrap("delete file", err)
+	}
+	notFound := sshdeck.Errorf(sshdeck.NotFound, "no %s entry with that path on host %d", kind, hostID)
+	if kind == sshdeck.Shortcut {
+		// Shortcuts are counted: the delete and the count's decrement are
+		// one transaction.
+		failed, err := s.removeCounted(ctx, shortcutCounter(owner, hostID), types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                &s.table,
+			Key:                      k.attrs(),
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}})
+		if failed == 0 {
+			return notFound
+		}
 		return wrap("delete file", err)
 	}
 	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
@@ -253,7 +258,7 @@ func (s *Store) DeleteFile(ctx context.Context, owner string, hostID int64, kind
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	})
 	if conditionFailed(err) {
-		return sshdeck.Errorf(sshdeck.NotFound, "no %s entry with that path on host %d", kind, hostID)
+		return notFound
 	}
 	return wrap("delete file", err)
 }

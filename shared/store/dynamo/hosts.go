@@ -24,14 +24,24 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	if owner == "" {
 		return 0, errors.New("dynamo: next host id: owner is required")
 	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       hostSeqKey(owner).attrs(),
 		UpdateExpression:          aws.String("SET #sv = :sv ADD #n :one"),
 		ExpressionAttributeNames:  map[string]string{"#n": attrSeq, "#sv": attrSchemaVersion},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":sv": num(schemaVersion)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
+	}
+	// The counter is also in the transactions of CreateHost and DeleteHost,
+	// which make a concurrent update fail (TransactionConflictException,
+	// not retried by the SDK): it is retried here.
+	out, err := s.client.UpdateItem(ctx, in)
+	for wait, attempt := counterBackoff, 1; conflicted(err) && attempt < counterAttempts; attempt++ {
+		if err := sleep(ctx, &wait); err != nil {
+			return 0, err
+		}
+		out, err = s.client.UpdateItem(ctx, in)
+	}
 	if err != nil {
 		return 0, wrap("next host id", err)
 	}
@@ -46,56 +56,61 @@ func decodeSeq(item map[string]types.AttributeValue) (int64, error) {
 	return n, d.done("host-id counter")
 }
 
-// CreateHost stores h only if its id is free: Conflict when it exists.
+// CreateHost stores h only if its id is free (Conflict when it exists) and
+// the owner has fewer than max hosts (LimitExceeded): one TransactWriteItems
+// of the host's put, conditioned attribute_not_exists(pk), and of the
+// update of the owner's counter (SEQ#HOST), which counts the owner's hosts
+// (addCounted: ADD count 1 conditioned count < :max), and the put of the
+// host's count of shortcuts (0).
 //
-// Ids are never reused, so the owner's counter must stay at or past every
-// stored id, also one that did not come from NextHostID. The counter only
-// grows: once a consistent read shows it at or past h.ID, a conditional
-// PutItem is enough. That is the usual case (the id came from NextHostID):
-// two single-item calls, and no transaction on the counter to collide with
-// a concurrent NextHostID (DynamoDB rejects a write to an item that a
-// transaction in flight holds). An id past the counter is put in one
-// transaction with the raise of the counter.
-func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
+// Ids are never reused, so the counter's n must stay at or past every
+// stored id, also one that did not come from NextHostID. n only grows, so
+// the first transaction requires n >= :id (the usual case: the id came
+// from NextHostID) and changes nothing else; when it fails, the counter
+// read tells, and an id past n is put with SET n = :id conditioned on n
+// being below it.
+func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error {
 	if err := h.CheckNew(); err != nil {
 		return fmt.Errorf("dynamo: create host: %w", err)
 	}
+	if max < 1 {
+		return fmt.Errorf("dynamo: create host: limit %d is not positive", max)
+	}
 	item := hostKey(h.Owner, h.ID).with(hostAttrs(h))
-	seq, err := s.getItem(ctx, hostSeqKey(h.Owner))
-	if err != nil {
-		return wrap("create host", err)
-	}
-	last, err := decodeSeq(seq)
-	if err != nil {
-		return wrap("create host", err)
-	}
-	if h.ID > last {
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-			TransactItems: []types.TransactWriteItem{
-				{Put: s.putNew(item)},
-				{Update: &types.Update{
-					TableName:                 &s.table,
-					Key:                       hostSeqKey(h.Owner).attrs(),
-					UpdateExpression:          aws.String("SET #n = :id, #sv = :sv"),
-					ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :id"),
-					ExpressionAttributeNames:  map[string]string{"#n": attrSeq, "#sv": attrSchemaVersion},
-					ExpressionAttributeValues: map[string]types.AttributeValue{":id": num(h.ID), ":sv": num(schemaVersion)},
-				}},
-			},
-		})
-		switch failedItem(err) {
-		case 0:
-			return hostExists(h.ID)
-		case 1:
-			// NextHostID took the counter to h.ID since the read, and it
-			// stays there: the plain put below is enough.
+	raise := func(st *counterState, e *expr) {
+		e.names["#n"] = attrSeq
+		e.values[":id"] = num(h.ID)
+		switch {
+		case st == nil && h.ID == 1:
+			// The first host of a new owner: NextHostID made the counter,
+			// without a count; no other host can exist (none has an id
+			// past n = 1), so ADD makes the count 1 without one.
+			e.cond = append(e.cond, "#n >= :id")
+			e.alt = "attribute_not_exists(#c) AND #n = :id"
+		case st == nil:
+			e.cond = append(e.cond, "#n >= :id")
+		case st.seq < h.ID:
+			e.set = append(e.set, "#n = :id")
+			e.cond = append(e.cond, "attribute_not_exists(#n) OR #n < :id")
 		default:
-			return wrap("create host", err)
+			delete(e.names, "#n") // n only grows: nothing to check
+			delete(e.values, ":id")
 		}
 	}
-	exists, err := s.putIfAbsent(ctx, item)
-	if exists {
+	// The host's count of shortcuts starts with it, at 0, so that its
+	// first shortcut need not count them (a host of before the counts has
+	// none, and its first AddShortcut counts once).
+	shortcuts := shortcutCounter(h.Owner, h.ID).key.with(newAttrs(1))
+	shortcuts[attrCount] = num(0)
+	failed, err := s.addCounted(ctx, hostCounter(h.Owner), max, []types.TransactWriteItem{
+		{Put: s.putNew(item)},
+		{Put: &types.Put{TableName: &s.table, Item: shortcuts}},
+	}, raise)
+	switch {
+	case failed == 0:
 		return hostExists(h.ID)
+	case errors.Is(err, errAtLimit):
+		return sshdeck.HostsExceeded(max)
 	}
 	return wrap("create host", err)
 }
@@ -154,19 +169,20 @@ func (s *Store) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 }
 
 // DeleteHost removes the owner's host, at any version when version is 0:
-// one DeleteItem, plus a GetItem when a versioned delete is refused; then
-// its file-manager entries: a Query, plus a BatchWriteItem per 25 entries.
+// one TransactWriteItems (the delete and the owner's count of hosts), plus
+// a GetItem when a versioned delete is refused; then its file-manager
+// entries: a Query, plus a BatchWriteItem per 25 entries.
 func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version int64) error {
-	in := &dynamodb.DeleteItemInput{
+	del := &types.Delete{
 		TableName:                &s.table,
 		Key:                      hostKey(owner, id).attrs(),
 		ConditionExpression:      aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	}
 	if version > 0 {
-		in.ConditionExpression = aws.String("#version = :version")
-		in.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":version": num(version)}
+		del.ConditionExpression = aws.String("#version = :version")
+		del.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
+		del.ExpressionAttributeValues = map[string]types.AttributeValue{":version": num(version)}
 	}
 	// The host goes first, its entries after it. Every write of an entry is
 	// a transaction with a check that the host exists (hostCheck), so once
@@ -176,11 +192,14 @@ func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version 
 	// than a host may have). Should the process stop in between, the
 	// entries left belong to a host id that is never reused and that every
 	// file route checks first: they are unreachable, and cost their bytes.
-	_, err := s.client.DeleteItem(ctx, in)
+	//
+	// The delete is one transaction with the decrement of the owner's count
+	// of hosts (removeCounted).
+	failed, err := s.removeCounted(ctx, hostCounter(owner), types.TransactWriteItem{Delete: del})
 	switch {
-	case err == nil:
+	case failed < 0 && err == nil:
 		return wrap("delete host", s.deleteFiles(ctx, owner, id))
-	case !conditionFailed(err):
+	case err != nil:
 		return wrap("delete host", err)
 	case version > 0:
 		return s.refused(ctx, "delete host", owner, id, version)

@@ -71,7 +71,7 @@ func TestHostItem(t *testing.T) {
 	if _, err := s.NextHostID(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateHost(t.Context(), h); err != nil {
+	if err := s.CreateHost(t.Context(), h, 1000); err != nil {
 		t.Fatal(err)
 	}
 
@@ -211,7 +211,7 @@ func TestEmptyAndNil(t *testing.T) {
 	null := newHost("alice", 2, 1)
 	null.Tags, null.TunnelConnections = nil, nil
 	for _, h := range []*sshdeck.Host{empty, null} {
-		if err := s.CreateHost(ctx, h); err != nil {
+		if err := s.CreateHost(ctx, h, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}

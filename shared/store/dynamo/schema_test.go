@@ -142,15 +142,15 @@ func writeEveryKind(t *testing.T, s *dynamo.Store, v everyKind) {
 	}
 	first := *v.hosts[0]
 	first.Version, first.UpdatedAt = 1, at
-	must(s.CreateHost(ctx, &first))
+	must(s.CreateHost(ctx, &first, 1000))
 	must(s.UpdateHost(ctx, v.hosts[0]))
 	null := *v.hosts[1] // nil lists, as the dump's
-	must(s.CreateHost(ctx, &null))
+	must(s.CreateHost(ctx, &null, 1000))
 	empty := *v.hosts[2]
 	empty.Tags, empty.TunnelConnections = []string{}, []sshdeck.TunnelConnection{}
 	empty.Sealed = sshdeck.SealedCredentials{Password: []byte{}, Key: []byte{}, KeyPassword: []byte{}}
-	must(s.CreateHost(ctx, &empty))
-	must(s.CreateHost(ctx, v.hosts[3]))
+	must(s.CreateHost(ctx, &empty, 1000))
+	must(s.CreateHost(ctx, v.hosts[3], 1000))
 
 	must(s.PutRecentFile(ctx, v.recent, 100))
 	_, err = s.AddShortcut(ctx, v.shortcut, 100)
@@ -365,12 +365,23 @@ func TestSchema1Rewritten(t *testing.T) {
 // with the same values: the items are those of schema 1, but for sv (2 on
 // every item) and the NULLs of schema 1 (nil lists and an empty binary),
 // which schema 2 leaves out. So the attributes' names and types are
-// unchanged.
+// unchanged. The counts of quotas, which the dump predates, are additions
+// that readers of both versions ignore (README.md, "Counted kinds"): the
+// count attributes of the host-id counters and the items of the hosts'
+// counts of shortcuts are left out of the comparison.
 func TestSchema2Items(t *testing.T) {
 	_, _, old := loadSchema1(t)
 	s, srv := start(t)
 	writeEveryKind(t, s, schema1Values())
-	items := scan(t, srv)
+	var items []map[string]types.AttributeValue
+	for _, item := range scan(t, srv) {
+		if strings.HasSuffix(attr(item, "sk"), "#COUNT#SHORTCUT") {
+			continue
+		}
+		delete(item, "count")
+		delete(item, "uncountedDeletes")
+		items = append(items, item)
+	}
 	if len(items) != len(old) {
 		t.Errorf("%d items, want %d as in schema 1", len(items), len(old))
 	}

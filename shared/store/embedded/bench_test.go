@@ -71,7 +71,7 @@ func BenchmarkHosts(b *testing.B) {
 	for w := range 50 {
 		wg.Go(func() {
 			for id := int64(w + 1); id <= n; id += 50 {
-				if err := s.CreateHost(ctx, benchHost("alice", id)); err != nil {
+				if err := s.CreateHost(ctx, benchHost("alice", id), 1000); err != nil {
 					errs <- err
 				}
 			}

@@ -94,7 +94,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			if i%3 == 2 {
 				id = int64(i) // the id of the goroutine before
 			}
-			errs[i] = s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1, HostConfig: sshdeck.HostConfig{IP: "h", Username: "u"}})
+			errs[i] = s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1, HostConfig: sshdeck.HostConfig{IP: "h", Username: "u"}}, 1000)
 		})
 	}
 	wg.Wait()

@@ -56,7 +56,7 @@ func TestCrashChild(t *testing.T) {
 		}
 		h := &sshdeck.Host{Owner: crashOwner, ID: id, Version: 1, Sealed: sshdeck.SealedCredentials{Key: crashPayload(id)}}
 		h.Name = fmt.Sprintf("crash-%d", id)
-		if err := s.CreateHost(ctx, h); err != nil {
+		if err := s.CreateHost(ctx, h, 1000); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := fmt.Fprintf(os.Stdout, "ack %d\n", id); err != nil {

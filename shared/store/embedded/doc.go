@@ -62,4 +62,11 @@
 //
 // The per-owner bucket of hosts is kept when its last host is deleted: its
 // sequence is what keeps host ids from being reused.
+//
+// Limits (config.Limits) are counted in the transaction of the write, so
+// that concurrent writes, which bbolt serializes, never pass one: CreateHost
+// counts the owner's host keys (only once the bucket's sequence reaches the
+// limit: every host has its own id, none past the sequence, so below it
+// fewer hosts exist), AddShortcut the host's shortcut keys. No count is
+// stored, so the layout is unchanged.
 package embedded

@@ -88,7 +88,7 @@ func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, max int) 
 			n++
 		}
 		if n >= max {
-			return sshdeck.Errorf(sshdeck.Conflict, "host %d has %d shortcuts, the most it may have; delete one first", e.HostID, max)
+			return sshdeck.ShortcutsExceeded(e.HostID, max)
 		}
 		added = true
 		return putJSON(b, key, fileRecordOf(e))

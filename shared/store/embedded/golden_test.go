@@ -63,7 +63,7 @@ func TestGoldenHost(t *testing.T) {
 	ctx := t.Context()
 	s := openStore(t)
 	h := goldenHost()
-	if err := s.CreateHost(ctx, h); err != nil {
+	if err := s.CreateHost(ctx, h, 1000); err != nil {
 		t.Fatal(err)
 	}
 	var stored []byte
@@ -103,7 +103,7 @@ func TestGoldenRecords(t *testing.T) {
 		s.CreateUser(ctx, &sshdeck.User{ID: owner, Name: "alice", Admin: true, CreatedAt: t0}),
 		s.CreateToken(ctx, &sshdeck.Token{ID: "tok_1", UserID: owner, Name: "laptop", Hash: "ab12", CreatedAt: t0, ExpiresAt: t0.Add(720 * time.Hour)}),
 		s.CreateToken(ctx, &sshdeck.Token{ID: "tok_2", UserID: owner, Name: "ci", Hash: "cd34", CreatedAt: t0}),
-		s.CreateHost(ctx, h),
+		s.CreateHost(ctx, h, 1000),
 		s.PutRecentFile(ctx, &sshdeck.FileEntry{Owner: owner, HostID: h.ID, Kind: sshdeck.RecentFile, Path: "/etc/hosts", Name: "hosts", IsSSH: true, SSHSessionID: "sess-1", CreatedAt: t0, LastOpened: t0}, 10),
 		s.CreateAlert(ctx, &sshdeck.Alert{ID: "alr_1", Title: "Maintenance", Message: "Tonight", ExpiresAt: t0.Add(time.Hour), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning, ActionURL: "https://example.com", ActionText: "More", CreatedAt: t0}),
 		s.DismissAlert(ctx, &sshdeck.Dismissal{UserID: owner, AlertID: "alr_1", At: t0, Until: t0.Add(time.Hour)}),

@@ -32,10 +32,16 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	return int64(id), nil
 }
 
-// CreateHost stores h, a new host of version 1; Conflict when its id exists.
-func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
+// CreateHost stores h, a new host of version 1; Conflict when its id
+// exists, LimitExceeded when the owner has max hosts. The count is made in
+// the transaction of the write (hostCount), so concurrent creates, which
+// bbolt serializes, never pass max.
+func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error {
 	if err := h.CheckNew(); err != nil {
 		return fmt.Errorf("embedded: create host: %w", err)
+	}
+	if max < 1 {
+		return fmt.Errorf("embedded: create host: limit %d is not positive", max)
 	}
 	return s.update(ctx, "create host", func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketHosts).CreateBucketIfNotExists([]byte(h.Owner))
@@ -45,6 +51,9 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host) error {
 		key := hostKey(h.ID)
 		if b.Get(key) != nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "host %d exists", h.ID)
+		}
+		if hostCount(b, max) >= max {
+			return sshdeck.HostsExceeded(max)
 		}
 		// An id that did not come from NextHostID must not be handed out later.
 		if uint64(h.ID) > b.Sequence() {
@@ -139,6 +148,24 @@ func (s *Store) DeleteHost(ctx context.Context, owner string, id int64, version 
 		}
 		return b.Delete(hostKey(id))
 	})
+}
+
+// hostCount counts the hosts of an owner's bucket, up to max. Each host has
+// its own id, none past the bucket's sequence (CreateHost raises it), so an
+// owner whose sequence is below max has fewer than max hosts: no count is
+// needed, which is the case of most owners and of every create before the
+// max-th. Past it, a cursor counts the keys (no value is decoded; a host
+// key is 8 bytes, as no other key of the bucket is).
+func hostCount(b *bolt.Bucket, max int) int {
+	if b.Sequence() < uint64(max) {
+		return int(b.Sequence())
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && n < max; k, _ = c.Next() {
+		n++
+	}
+	return n
 }
 
 // ownerBucket returns nil for an owner who never had a host id.

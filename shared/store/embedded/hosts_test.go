@@ -20,7 +20,7 @@ func TestUpdateHostEmpties(t *testing.T) {
 	h.Tags = []string{"a"}
 	h.TunnelConnections = []sshdeck.TunnelConnection{{SourcePort: 1, EndpointPort: 2, EndpointHost: "h"}}
 	h.Sealed = sshdeck.SealedCredentials{Password: []byte{1}, Key: []byte{2}, KeyPassword: []byte{3}}
-	if err := s.CreateHost(ctx, h); err != nil {
+	if err := s.CreateHost(ctx, h, 1000); err != nil {
 		t.Fatal(err)
 	}
 	emptied := &sshdeck.Host{Owner: "alice", ID: 1, Version: 2, CreatedAt: h.CreatedAt, UpdatedAt: time.Now()}

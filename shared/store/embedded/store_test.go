@@ -57,7 +57,7 @@ func TestReopenKeepsData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "u-1", ID: id, Version: 1}); err != nil {
+		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "u-1", ID: id, Version: 1}, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +183,7 @@ func TestSchema1Migrates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}, 1000); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -192,7 +192,7 @@ func TestSchema1Migrates(t *testing.T) {
 	s = mustOpen(t, path)
 	defer s.Close()
 	e := &sshdeck.FileEntry{Owner: "alice", HostID: id, Kind: sshdeck.RecentFile, Path: "/etc/hosts", LastOpened: time.Now()}
-	if err := s.PutRecentFile(ctx, e, sshdeck.MaxRecentFiles); err != nil {
+	if err := s.PutRecentFile(ctx, e, 100); err != nil {
 		t.Fatalf("PutRecentFile on a migrated file: %v", err)
 	}
 	if _, err := s.Alerts(ctx, time.Now()); err != nil {
@@ -214,7 +214,7 @@ func TestSchema2Migrates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+	if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}, 1000); err != nil {
 		t.Fatal(err)
 	}
 	a := &sshdeck.Alert{ID: "alr_1", Title: "Hello", ExpiresAt: time.Now().Add(time.Hour), CreatedAt: time.Now()}
@@ -264,7 +264,7 @@ func TestMigrationFailureKeepsFile(t *testing.T) {
 	ctx := t.Context()
 	s, path := openTemp(t)
 	for _, id := range []int64{1, 2} {
-		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}); err != nil {
+		if err := s.CreateHost(ctx, &sshdeck.Host{Owner: "alice", ID: id, Version: 1}, 1000); err != nil {
 			t.Fatal(err)
 		}
 	}

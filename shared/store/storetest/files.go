@@ -9,6 +9,13 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
+// The limits the suite passes to the stores (config.DefaultLimits' own).
+const (
+	maxRecent    = 100
+	maxShortcuts = 500
+	maxHosts     = 1000
+)
+
 // entry returns a file entry of kind at path on the owner's host, opened
 // (and created) at base + minute minutes.
 func entry(owner string, hostID int64, kind sshdeck.FileKind, path string, minute int) *sshdeck.FileEntry {
@@ -76,7 +83,7 @@ func testFileRecentNewestFirst(t *testing.T, s sshdeck.Store) {
 	c := entry("alice", h.ID, sshdeck.RecentFile, "/srv/app/config.yaml", 2)
 	c.IsSSH, c.SSHSessionID, c.Name = false, "", "config"
 	for _, e := range []*sshdeck.FileEntry{a, b, c} {
-		putRecent(t, s, e, sshdeck.MaxRecentFiles)
+		putRecent(t, s, e, maxRecent)
 	}
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{b, c, a}, "recent")
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.Shortcut), nil, "shortcuts")
@@ -88,11 +95,11 @@ func testFileRecentReAdd(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	a := entry("alice", h.ID, sshdeck.RecentFile, "/a", 1)
 	b := entry("alice", h.ID, sshdeck.RecentFile, "/b", 2)
-	putRecent(t, s, a, sshdeck.MaxRecentFiles)
-	putRecent(t, s, b, sshdeck.MaxRecentFiles)
+	putRecent(t, s, a, maxRecent)
+	putRecent(t, s, b, maxRecent)
 	again := entry("alice", h.ID, sshdeck.RecentFile, "/a", 5)
 	again.Name, again.IsSSH, again.SSHSessionID = "renamed", false, "sess-new"
-	putRecent(t, s, again, sshdeck.MaxRecentFiles)
+	putRecent(t, s, again, maxRecent)
 	want := *again
 	want.CreatedAt = a.CreatedAt
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{&want, b}, "recent after re-adding /a")
@@ -128,11 +135,11 @@ func testFileShortcutAddOnce(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	a := entry("alice", h.ID, sshdeck.Shortcut, "/srv/www", 2)
 	b := entry("alice", h.ID, sshdeck.Shortcut, "/etc", 1)
-	addShortcut(t, s, a, sshdeck.MaxShortcuts, true)
-	addShortcut(t, s, b, sshdeck.MaxShortcuts, true)
+	addShortcut(t, s, a, maxShortcuts, true)
+	addShortcut(t, s, b, maxShortcuts, true)
 	again := entry("alice", h.ID, sshdeck.Shortcut, "/srv/www", 9)
 	again.Name = "renamed"
-	addShortcut(t, s, again, sshdeck.MaxShortcuts, false)
+	addShortcut(t, s, again, maxShortcuts, false)
 	// Oldest first; the re-added one unchanged.
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.Shortcut), []*sshdeck.FileEntry{b, a}, "shortcuts")
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.RecentFile), nil, "recent")
@@ -148,11 +155,11 @@ func testFileShortcutMax(t *testing.T, s sshdeck.Store) {
 	}
 	extra := entry("alice", h.ID, sshdeck.Shortcut, "/extra", 9)
 	_, err := s.AddShortcut(ctx, extra, max)
-	wantCode(t, err, sshdeck.Conflict, "AddShortcut beyond max")
+	wantCode(t, err, sshdeck.LimitExceeded, "AddShortcut beyond max")
 	// A path already there is still a no-op, not a refusal.
 	addShortcut(t, s, entry("alice", h.ID, sshdeck.Shortcut, "/s1", 9), max, false)
 	// Recent entries and other hosts do not count.
-	putRecent(t, s, entry("alice", h.ID, sshdeck.RecentFile, "/r", 1), sshdeck.MaxRecentFiles)
+	putRecent(t, s, entry("alice", h.ID, sshdeck.RecentFile, "/r", 1), maxRecent)
 	addShortcut(t, s, entry("alice", other.ID, sshdeck.Shortcut, "/s0", 0), max, true)
 	must(t, s.DeleteFile(ctx, "alice", h.ID, sshdeck.Shortcut, "/s0"), "DeleteFile")
 	addShortcut(t, s, extra, max, true)
@@ -172,8 +179,8 @@ func testFileNeedsHost(t *testing.T, s sshdeck.Store) {
 		"deleted":         func(k sshdeck.FileKind) *sshdeck.FileEntry { return entry("alice", gone.ID, k, "/x", 1) },
 		"another owner's": func(k sshdeck.FileKind) *sshdeck.FileEntry { return entry("bob", h.ID, k, "/x", 1) },
 	} {
-		wantCode(t, s.PutRecentFile(ctx, e(sshdeck.RecentFile), sshdeck.MaxRecentFiles), sshdeck.NotFound, "PutRecentFile on a host "+name)
-		_, err := s.AddShortcut(ctx, e(sshdeck.Shortcut), sshdeck.MaxShortcuts)
+		wantCode(t, s.PutRecentFile(ctx, e(sshdeck.RecentFile), maxRecent), sshdeck.NotFound, "PutRecentFile on a host "+name)
+		_, err := s.AddShortcut(ctx, e(sshdeck.Shortcut), maxShortcuts)
 		wantCode(t, err, sshdeck.NotFound, "AddShortcut on a host "+name)
 	}
 	for _, owner := range []string{"alice", "bob"} {
@@ -192,8 +199,8 @@ func testFileDelete(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	r := entry("alice", h.ID, sshdeck.RecentFile, "/same", 1)
 	sc := entry("alice", h.ID, sshdeck.Shortcut, "/same", 1)
-	putRecent(t, s, r, sshdeck.MaxRecentFiles)
-	addShortcut(t, s, sc, sshdeck.MaxShortcuts, true)
+	putRecent(t, s, r, maxRecent)
+	addShortcut(t, s, sc, maxShortcuts, true)
 	// The kinds are separate lists: deleting one leaves the other.
 	must(t, s.DeleteFile(ctx, "alice", h.ID, sshdeck.RecentFile, "/same"), "DeleteFile recent")
 	wantCode(t, s.DeleteFile(ctx, "alice", h.ID, sshdeck.RecentFile, "/same"), sshdeck.NotFound, "DeleteFile twice")
@@ -219,8 +226,8 @@ func testFileOwnerIsolation(t *testing.T, s sshdeck.Store) {
 	}
 	ea := entry("alice", a.ID, sshdeck.RecentFile, "/home/alice", 1)
 	eb := entry("bob", b.ID, sshdeck.RecentFile, "/home/bob", 2)
-	putRecent(t, s, ea, sshdeck.MaxRecentFiles)
-	putRecent(t, s, eb, sshdeck.MaxRecentFiles)
+	putRecent(t, s, ea, maxRecent)
+	putRecent(t, s, eb, maxRecent)
 	sameFiles(t, listFiles(t, s, "alice", a.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{ea}, "alice's recent")
 	sameFiles(t, listFiles(t, s, "bob", b.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{eb}, "bob's recent")
 }
@@ -234,7 +241,7 @@ func testFilePaths(t *testing.T, s sshdeck.Store) {
 	var want []*sshdeck.FileEntry
 	for i, p := range odd {
 		e := entry("alice", h.ID, sshdeck.Shortcut, p, i)
-		addShortcut(t, s, e, sshdeck.MaxShortcuts, true)
+		addShortcut(t, s, e, maxShortcuts, true)
 		want = append(want, e)
 	}
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.Shortcut), want, "shortcuts")
@@ -249,18 +256,18 @@ func testFileHostDeleteCascade(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	kept := createHost(t, s, "alice", 2)
 	bobs := createHost(t, s, "bob", 3)
-	for i := range sshdeck.MaxRecentFiles {
-		putRecent(t, s, entry("alice", h.ID, sshdeck.RecentFile, fmt.Sprintf("/r%03d", i), i), sshdeck.MaxRecentFiles)
+	for i := range maxRecent {
+		putRecent(t, s, entry("alice", h.ID, sshdeck.RecentFile, fmt.Sprintf("/r%03d", i), i), maxRecent)
 	}
 	for i := range 30 {
-		addShortcut(t, s, entry("alice", h.ID, sshdeck.Shortcut, fmt.Sprintf("/s%03d", i), i), sshdeck.MaxShortcuts, true)
+		addShortcut(t, s, entry("alice", h.ID, sshdeck.Shortcut, fmt.Sprintf("/s%03d", i), i), maxShortcuts, true)
 	}
 	keptRecent := entry("alice", kept.ID, sshdeck.RecentFile, "/r000", 1)
 	keptShortcut := entry("alice", kept.ID, sshdeck.Shortcut, "/s000", 1)
 	bobsRecent := entry("bob", bobs.ID, sshdeck.RecentFile, "/r000", 1)
-	putRecent(t, s, keptRecent, sshdeck.MaxRecentFiles)
-	addShortcut(t, s, keptShortcut, sshdeck.MaxShortcuts, true)
-	putRecent(t, s, bobsRecent, sshdeck.MaxRecentFiles)
+	putRecent(t, s, keptRecent, maxRecent)
+	addShortcut(t, s, keptShortcut, maxShortcuts, true)
+	putRecent(t, s, bobsRecent, maxRecent)
 
 	must(t, s.DeleteHost(ctx, "alice", h.ID, 0), "DeleteHost")
 	for _, kind := range []sshdeck.FileKind{sshdeck.RecentFile, sshdeck.Shortcut} {
@@ -271,7 +278,7 @@ func testFileHostDeleteCascade(t *testing.T, s sshdeck.Store) {
 	sameFiles(t, listFiles(t, s, "alice", kept.ID, sshdeck.Shortcut), []*sshdeck.FileEntry{keptShortcut}, "shortcuts of the other host")
 	sameFiles(t, listFiles(t, s, "bob", bobs.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{bobsRecent}, "bob's recent")
 	// A refused delete takes nothing.
-	putRecent(t, s, entry("alice", kept.ID, sshdeck.RecentFile, "/r001", 2), sshdeck.MaxRecentFiles)
+	putRecent(t, s, entry("alice", kept.ID, sshdeck.RecentFile, "/r001", 2), maxRecent)
 	wantCode(t, s.DeleteHost(ctx, "alice", kept.ID, 99), sshdeck.Conflict, "DeleteHost at a stale version")
 	if got := listFiles(t, s, "alice", kept.ID, sshdeck.RecentFile); len(got) != 2 {
 		t.Fatalf("recent after a refused DeleteHost: got %v", paths(got))
@@ -283,7 +290,7 @@ func testFileCopies(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	e := entry("alice", h.ID, sshdeck.RecentFile, "/a", 1)
 	want := *e
-	putRecent(t, s, e, sshdeck.MaxRecentFiles)
+	putRecent(t, s, e, maxRecent)
 	e.Name = "mutated"
 	listFiles(t, s, "alice", h.ID, sshdeck.RecentFile)[0].Name = "mutated"
 	sameFiles(t, listFiles(t, s, "alice", h.ID, sshdeck.RecentFile), []*sshdeck.FileEntry{&want}, "recent after mutating copies")

@@ -89,7 +89,7 @@ func nextID(t *testing.T, s sshdeck.Store, owner string) int64 {
 func createHost(t *testing.T, s sshdeck.Store, owner string, seed int) *sshdeck.Host {
 	t.Helper()
 	h := fullHost(owner, nextID(t, s, owner), seed)
-	must(t, s.CreateHost(t.Context(), h), "CreateHost")
+	must(t, s.CreateHost(t.Context(), h, maxHosts), "CreateHost")
 	return h
 }
 
@@ -169,7 +169,7 @@ func testHostRoundTrip(t *testing.T, s sshdeck.Store) {
 func testHostCreateConflict(t *testing.T, s sshdeck.Store) {
 	h := createHost(t, s, "alice", 1)
 	dup := fullHost("alice", h.ID, 2)
-	wantCode(t, s.CreateHost(t.Context(), dup), sshdeck.Conflict, "CreateHost with an existing id")
+	wantCode(t, s.CreateHost(t.Context(), dup, maxHosts), sshdeck.Conflict, "CreateHost with an existing id")
 	sameHost(t, getHost(t, s, "alice", h.ID), h, "Host after the refused create")
 }
 
@@ -182,7 +182,7 @@ func testHostCreateInvalid(t *testing.T, s sshdeck.Store) {
 		"version 0": func() *sshdeck.Host { h := fullHost("alice", id, 1); h.Version = 0; return h }(),
 		"version 2": func() *sshdeck.Host { h := fullHost("alice", id, 1); h.Version = 2; return h }(),
 	} {
-		if err := s.CreateHost(ctx, h); err == nil {
+		if err := s.CreateHost(ctx, h, maxHosts); err == nil {
 			t.Errorf("CreateHost with %s: no error", name)
 		}
 	}
@@ -199,7 +199,7 @@ func testHostsOrderedByID(t *testing.T, s sshdeck.Store) {
 		want[i] = fullHost("alice", nextID(t, s, "alice"), i)
 	}
 	for _, i := range []int{3, 19, 0, 11, 1, 10, 2, 9, 18, 4, 12, 5, 17, 6, 13, 7, 16, 8, 15, 14} {
-		must(t, s.CreateHost(ctx, want[i]), "CreateHost")
+		must(t, s.CreateHost(ctx, want[i], maxHosts), "CreateHost")
 	}
 	got := listHosts(t, s, "alice")
 	if len(got) != len(want) {
@@ -284,7 +284,7 @@ func testHostEmptyCollections(t *testing.T, s sshdeck.Store) {
 	full := createHost(t, s, "alice", 1)
 	bare := fullHost("alice", nextID(t, s, "alice"), 2)
 	bare.Tags, bare.TunnelConnections, bare.Sealed = []string{}, []sshdeck.TunnelConnection{}, sshdeck.SealedCredentials{}
-	must(t, s.CreateHost(ctx, bare), "CreateHost")
+	must(t, s.CreateHost(ctx, bare, maxHosts), "CreateHost")
 	sameHost(t, getHost(t, s, "alice", bare.ID), bare, "Host of the bare host")
 	hs := listHosts(t, s, "alice")
 	if len(hs) != 2 {

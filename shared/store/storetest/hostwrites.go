@@ -87,7 +87,7 @@ func testHostConcurrentUpdates(t *testing.T, s sshdeck.Store) {
 	const writers, updates = 8, 10
 	h := fullHost("alice", nextID(t, s, "alice"), 1)
 	h.Tags = nil
-	must(t, s.CreateHost(t.Context(), h), "CreateHost")
+	must(t, s.CreateHost(t.Context(), h, maxHosts), "CreateHost")
 
 	var wg sync.WaitGroup
 	for w := range writers {

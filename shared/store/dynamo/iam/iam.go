@@ -36,15 +36,20 @@ const (
 // every path of its code: the "IAM actions" column of the README's table
 // "Calls per route". Each list is sorted, without duplicates.
 var routeActions = map[string][]string{
-	"healthz":     {getItem},                      // Ping
-	"list-hosts":  {query},                        // Hosts
-	"get-host":    {getItem},                      // Host
-	"create-host": {getItem, putItem, updateItem}, // NextHostID, CreateHost
+	"healthz":    {getItem}, // Ping
+	"list-hosts": {query},   // Hosts
+	"get-host":   {getItem}, // Host
+	// NextHostID (UpdateItem), CreateHost: a transaction of the host's
+	// Put, the Put of its count of shortcuts and the Update of the owner's
+	// count of hosts; when that is refused, a GetItem of the counter (and,
+	// once for an owner of before the counts, a Query counting).
+	"create-host": {getItem, putItem, query, updateItem},
 	// Host, then UpdateHost (PutItem; GetItem again when refused).
 	"update-host": {getItem, putItem},
-	// DeleteHost, after Host with If-Match: the host, then its entries by
+	// DeleteHost, after Host with If-Match: a transaction of the host's
+	// Delete and the Update of the owner's count, then its entries by
 	// Query and BatchWriteItem; a refused versioned delete reads the host.
-	"delete-host": {batchWriteItem, deleteItem, getItem, query},
+	"delete-host": {batchWriteItem, deleteItem, getItem, query, updateItem},
 
 	"list-recent-files": {getItem, query}, // Host, Files
 	// PutRecentFile: a transaction of a ConditionCheck of the host and an
@@ -52,10 +57,14 @@ var routeActions = map[string][]string{
 	"add-recent-file":    {batchWriteItem, conditionCheckItem, query, updateItem},
 	"delete-recent-file": {deleteItem, getItem}, // Host, DeleteFile
 	"list-shortcuts":     {getItem, query},      // Host, Files
-	// AddShortcut: a Query counting, then a transaction of a ConditionCheck
-	// of the host and a Put of the entry; at the limit a GetItem instead.
-	"add-shortcut":    {conditionCheckItem, getItem, putItem, query},
-	"delete-shortcut": {deleteItem, getItem}, // Host, DeleteFile
+	// AddShortcut: a transaction of a ConditionCheck of the host, a Put of
+	// the entry and the Update of the host's count of shortcuts; when that
+	// is refused, a GetItem of the counter (and of the entry at the limit;
+	// once for a host of before the counts, a Query counting).
+	"add-shortcut": {conditionCheckItem, getItem, putItem, query, updateItem},
+	// Host, DeleteFile: a transaction of the entry's Delete and the Update
+	// of the host's count.
+	"delete-shortcut": {deleteItem, getItem, updateItem},
 
 	"list-alerts":   {query},          // Alerts, Dismissals
 	"dismiss-alert": {putItem, query}, // Alerts, DismissAlert
