@@ -656,7 +656,7 @@ func TestAPIUnauthorized(t *testing.T) {
 
 func TestAPIUnknownPathsAndMethods(t *testing.T) {
 	e := newAPIEnv(t, apiSetup{})
-	for _, path := range []string{"/nope", "/ssh/tunnel", "/ssh/tunnel/nope", "/ssh/tunnel/connect/x", "/ssh/tunnel/statuses"} {
+	for _, path := range []string{"/nope", "/ssh/tunnels", "/ssh/tunnels/x"} {
 		e.get(path, e.alice).wantError(t, http.StatusNotFound, sshdeck.NotFound)
 		e.get(path, "").wantError(t, http.StatusNotFound, sshdeck.NotFound)
 	}
@@ -667,13 +667,15 @@ func TestAPIUnknownPathsAndMethods(t *testing.T) {
 		method, path string
 		allow        []string
 	}{
-		{"GET", "/ssh/tunnel/connect", []string{"POST"}},
-		{"DELETE", "/ssh/tunnel/connect", []string{"POST"}},
-		{"POST", "/ssh/tunnel/status", []string{"GET"}},
-		{"PUT", "/ssh/tunnel/status/web", []string{"GET"}},
-		{"POST", "/ssh/tunnel/status/stream", []string{"GET"}},
-		{"GET", "/ssh/tunnel/disconnect", []string{"POST"}},
-		{"PATCH", "/ssh/tunnel/cancel", []string{"POST"}},
+		// Every path under /ssh/tunnel/ names a tunnel to DELETE (the
+		// rest of the path is its name, as for status/{name}).
+		{"GET", "/ssh/tunnel/connect", []string{"POST", "DELETE"}},
+		{"POST", "/ssh/tunnel/status", []string{"GET", "DELETE"}},
+		{"PUT", "/ssh/tunnel/status/web", []string{"GET", "DELETE"}},
+		{"POST", "/ssh/tunnel/status/stream", []string{"GET", "DELETE"}},
+		{"GET", "/ssh/tunnel/disconnect", []string{"POST", "DELETE"}},
+		{"PATCH", "/ssh/tunnel/cancel", []string{"POST", "DELETE"}},
+		{"GET", "/ssh/tunnel/web", []string{"DELETE"}},
 		{"POST", "/healthz", []string{"GET"}},
 	} {
 		r := e.do(tc.method, tc.path, e.alice, "application/json", []byte(`{}`))
