@@ -47,13 +47,8 @@ func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{Config: cfg, log: cfg.Logger, streamRecheck: cfg.StreamRecheck, streamMaxAge: cfg.StreamMaxAge}
-	if s.streamRecheck <= 0 || s.streamRecheck > DefaultStreamRecheck {
-		s.streamRecheck = DefaultStreamRecheck
-	}
-	if s.streamMaxAge <= 0 {
-		s.streamMaxAge = DefaultStreamMaxAge
-	}
+	s := &server{Config: cfg, log: cfg.Logger}
+	s.streamRecheck, s.streamMaxAge = streamSettings(cfg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, "tunnel-healthz", "")
@@ -66,6 +61,20 @@ func New(cfg Config) http.Handler {
 	}
 	mux.Handle("/", web.Fallback(mux, methods, s.log))
 	return web.WithRequest(s.log, mux)
+}
+
+// streamSettings are a stream's recheck interval and life: the Config's,
+// or the defaults for a zero or negative value, and for a recheck interval
+// over the 30 s that API.md allows.
+func streamSettings(cfg Config) (recheck, maxAge time.Duration) {
+	recheck, maxAge = cfg.StreamRecheck, cfg.StreamMaxAge
+	if recheck <= 0 || recheck > DefaultStreamRecheck {
+		recheck = DefaultStreamRecheck
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultStreamMaxAge
+	}
+	return recheck, maxAge
 }
 
 // tunnelRoute is one authenticated tunnel route; name is its operationId in
