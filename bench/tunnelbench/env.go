@@ -100,8 +100,9 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	// The service's defaults (keepalives every 15 s, leases of 30 s), as
-	// a deployment runs it.
-	e.manager = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench", Log: log})
+	// a deployment runs it, but for the limit of tunnels per user: the
+	// memory measurement starts up to 1000 for its one user.
+	e.manager = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench", Log: log, TunnelLimit: 1_000_000})
 	authn := auth.NewAuthenticator(e.store, e.store, nil)
 	admin := auth.NewAdmin(e.store, authn, nil)
 	u, err := admin.AddUser(ctx, "bench", false)

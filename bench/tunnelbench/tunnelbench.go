@@ -1,7 +1,9 @@
 // Package tunnelbench is the "tunnel" group of sshdeck's bench: the
 // throughput of a tunnel (one stream, 16 in parallel) against raw TCP and
 // OpenSSH doing the same job through the same sshd pair, the time from a
-// connect request to `connected`, and the memory an idle tunnel holds.
+// connect request to `connected`, the memory an idle tunnel holds, and the
+// service with 16 users at their limits (64 tunnels, 4 status streams
+// each) against the Fargate task's CPU and memory (tenancy.go).
 package tunnelbench
 
 import (
@@ -42,9 +44,14 @@ var full = sizes{single: 256 << 20, streams: 16, each: 16 << 20, reps: 3, connec
 var quick = sizes{single: 1 << 20, streams: 16, each: 64 << 10, reps: 1, connects: 2, idle: []int{1, 2}}
 
 func run(ctx context.Context, o report.Options) ([]report.Section, error) {
-	sz := full
+	sz, tz := full, tenancyFull
 	if o.Quick {
-		sz = quick
+		sz, tz = quick, tenancyQuick
+	}
+	// First, alone in the process: its CPU figures are the process's.
+	ten, err := tenancy(ctx, o, tz)
+	if err != nil {
+		return nil, fmt.Errorf("tenancy: %w", err)
 	}
 	profiles := os.Getenv(ProfileEnv)
 	if profiles != "" {
@@ -74,7 +81,7 @@ func run(ctx context.Context, o report.Options) ([]report.Section, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idle memory: %w", err)
 	}
-	return []report.Section{tp.section(), connect.section(), mem.section()}, nil
+	return []report.Section{tp.section(), connect.section(), mem.section(), ten.section()}, nil
 }
 
 // writeProfile writes the named runtime profile (heap, goroutine) into dir.

@@ -99,8 +99,19 @@ func TestQuick(t *testing.T) {
 			}
 		}
 	}
-	if len(sections) != 3 {
-		t.Errorf("%d sections, want 3", len(sections))
+	ten := byTitle["Tunnels: a full tenancy (16 users at their limits)"]
+	if len(ten.Tables) != 2 || len(ten.Tables[0].Rows) != 3 || len(ten.Tables[1].Rows) != 2 {
+		t.Fatalf("tenancy: want a table of 3 phases and one of 2 unit costs: %+v", ten.Tables)
+	}
+	for _, row := range ten.Tables[0].Rows {
+		positive(t, "RSS of "+row[0], row[2])
+		positive(t, "goroutines of "+row[0], row[4])
+	}
+	if !strings.Contains(ten.Notes, "Budget") || !strings.Contains(ten.Notes, "250 millicores") {
+		t.Errorf("tenancy notes state no budget: %s", ten.Notes)
+	}
+	if len(sections) != 4 {
+		t.Errorf("%d sections, want 4", len(sections))
 	}
 }
 

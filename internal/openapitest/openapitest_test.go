@@ -125,8 +125,13 @@ func TestCheck(t *testing.T) {
 		{"bad tunnel state", "GET", "/ssh/tunnel/status/a", 200, headers(), strings.Replace(tunnelStatus, `"waiting"`, `"sleeping"`, 1), "doesn't match schema"},
 		{"tunnel not found", "GET", "/ssh/tunnel/status/a", 404, headers(), `{"error":"no tunnel named \"a\"","code":"not_found"}`, ""},
 		{"tunnel forbidden", "POST", "/ssh/tunnel/connect", 400, headers(), `{"error":"sourceIP is denied","code":"forbidden"}`, ""},
-		{"tunnel wrong method", "DELETE", "/ssh/tunnel/connect", 405, headers("Allow", "POST"), `{"error":"no","code":"method_not_allowed"}`, ""},
-		{"tunnel unknown path", "GET", "/ssh/tunnel/nope", 404, headers(), `{"error":"no","code":"not_found"}`, ""},
+		{"tunnel wrong method", "PUT", "/ssh/tunnel/connect", 405, headers("Allow", "POST, DELETE"), `{"error":"no","code":"method_not_allowed"}`, ""},
+		{"tunnel unknown path", "GET", "/ssh/tunnels/nope", 404, headers(), `{"error":"no","code":"not_found"}`, ""},
+		{"tunnel delete", "DELETE", "/ssh/tunnel/a%2Fb", 200, headers(), `{"message":"Tunnel deleted"}`, ""},
+		{"tunnel limit", "POST", "/ssh/tunnel/connect", 409, headers(), `{"error":"at most 64","code":"limit_exceeded"}`, ""},
+		{"stream limit", "GET", "/ssh/tunnel/status/stream", 429, headers(), `{"error":"at most 4","code":"rate_limited"}`, ""},
+		{"stream deleted", "GET", "/ssh/tunnel/status/stream", 200, sse(), "event: deleted\ndata: {\"name\":\"a/b\"}\n\n", ""},
+		{"stream deleted, bad data", "GET", "/ssh/tunnel/status/stream", 200, sse(), "event: deleted\ndata: {\"nom\":\"a/b\"}\n\n", "doesn't match schema"},
 
 		// Server-Sent Events: the framing, and each event's data against
 		// the schema x-sshdeck-events names.

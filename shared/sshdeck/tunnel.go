@@ -144,8 +144,23 @@ type TunnelStore interface {
 	// PutTunnel stores t (spec, credentials, Run, status, timestamps) if
 	// the stored tunnel's generation is t.Generation-1, where 0 means the
 	// tunnel must be absent; Conflict otherwise. The stored lease is kept
-	// whatever t.Lease says.
+	// whatever t.Lease says. At generation 1 it is CreateTunnel without a
+	// limit.
 	PutTunnel(ctx context.Context, t *Tunnel) error
+	// CreateTunnel stores t, of generation 1, if the owner has no tunnel
+	// of its name (Conflict otherwise) and fewer than limit tunnels
+	// (LimitExceeded otherwise; a limit of 0 or less is none). Concurrent
+	// creates never take an owner past the limit.
+	CreateTunnel(ctx context.Context, t *Tunnel, limit int) error
+	// DeleteTunnel forgets the owner's tunnel, its lease and sealed
+	// credentials with it, if its generation is gen (whatever it is when
+	// gen is 0): NotFound when absent, Conflict at another generation.
+	// The owner's known hosts stay.
+	DeleteTunnel(ctx context.Context, owner, name string, gen int64) error
+	// StoppedTunnels returns every owner's tunnels whose Run is clear,
+	// that are not AutoStart, and whose UpdatedAt is before `before`,
+	// ordered by owner then name: the tunnels to forget.
+	StoppedTunnels(ctx context.Context, before time.Time) ([]*Tunnel, error)
 	// Tunnel returns the owner's tunnel; NotFound when absent.
 	Tunnel(ctx context.Context, owner, name string) (*Tunnel, error)
 	// Tunnels returns the owner's tunnels ordered by name.
@@ -172,4 +187,10 @@ type TunnelStore interface {
 	// AddKnownHost stores k; Conflict when the owner knows addr already
 	// (the first key wins, so concurrent first connections agree).
 	AddKnownHost(ctx context.Context, k *KnownHost) error
+}
+
+// TunnelLimit is the error of a connect that would give its owner more
+// than limit tunnels (config.Limits.Tunnels): LimitExceeded, naming it.
+func TunnelLimit(limit int) error {
+	return Errorf(LimitExceeded, "tunnel limit reached: at most %d tunnels per user, in any state (SSHDECK_LIMIT_TUNNELS); delete one to make room", limit)
 }

@@ -1,8 +1,8 @@
 // Package tunnel is the tunnel service's engine: SSH remote forwarding
 // between two hosts, supervised, persisted and shared out among service
 // replicas. It serves no HTTP: its API is tunnel-service/tunnelapi, which
-// calls the Manager's exported methods (Connect, Disconnect, Status,
-// Statuses, Watch) and nothing else.
+// calls the Manager's exported methods (Connect, Disconnect, Delete,
+// Status, Statuses, Subscribe) and nothing else.
 //
 // A tunnel opens SSH to its source host, SSH to its endpoint host through the
 // source (as ssh -J would), asks the endpoint to listen on
@@ -24,7 +24,10 @@
 //     written to keep an idle tunnel's stack at 4 KiB (TestIdleStack);
 //   - seal.go: a tunnel's credentials sealed for the store;
 //   - manager.go: the tunnels of one replica, their leases, the takeover of
-//     another replica's autoStart tunnels, and Watch for status streams;
+//     another replica's autoStart tunnels, the limit of tunnels per owner,
+//     Delete, and the sweep that forgets stopped tunnels after 24 h;
+//   - feed.go: one reading of an owner's statuses per replica, shared by
+//     all of the owner's status streams (Subscribe), and their limit;
 //   - status.go: a stored tunnel rendered as the API's status;
 //   - env.go: the settings the environment may change.
 package tunnel

@@ -6,9 +6,11 @@ import "github.com/sshdeck/sshdeck/shared/config"
 // configuration: the denied ranges (SSHDECK_TUNNEL_DENY_CIDRS, replacing
 // DefaultDeny), this replica's name in leases (SSHDECK_REPLICA_ID) and the
 // lease TTL (SSHDECK_TUNNEL_LEASE_TTL), whose third is how often leases are
-// renewed and takeovers looked for. Unset ones keep their defaults.
+// renewed and takeovers looked for, and the limits of tunnels and status
+// streams per user (SSHDECK_LIMIT_TUNNELS, SSHDECK_LIMIT_STREAMS). Unset
+// ones keep their defaults.
 func OptionsFrom(cfg config.Config) Options {
-	o := Options{Deny: cfg.TunnelDeny, Holder: cfg.ReplicaID}
+	o := Options{Deny: cfg.TunnelDeny, Holder: cfg.ReplicaID, TunnelLimit: cfg.Limits.Tunnels, StreamLimit: cfg.Limits.Streams}
 	if ttl := cfg.TunnelLeaseTTL; ttl > 0 {
 		o.LeaseTTL, o.Heartbeat, o.Reconcile = ttl, ttl/3, ttl/3
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -37,12 +38,24 @@ type Options struct {
 	// Reconcile is how often the replica looks for autoStart tunnels that
 	// nobody runs (10 s).
 	Reconcile time.Duration
-	// StreamPoll is how often a status stream reads the store for changes
-	// made by other replicas (2 s).
+	// StreamPoll is how often the status streams of an owner read the
+	// store for changes made by other replicas (2 s): one reading per
+	// owner, whatever the number of streams (feed.go).
 	StreamPoll time.Duration
-	Resolver   *net.Resolver
-	Now        func() time.Time
-	Log        *slog.Logger
+	// TunnelLimit is the most tunnels one owner may have, in any state
+	// (config.Limits.Tunnels, 64).
+	TunnelLimit int
+	// StreamLimit is the most status streams one owner may have open on
+	// this replica (config.Limits.Streams, 4).
+	StreamLimit int
+	// ForgetAfter is how long a tunnel that is neither to run nor
+	// autoStart is kept after it stopped (24 h); SweepEvery how often the
+	// replica looks for such tunnels to forget, at a reconcile (1 h).
+	ForgetAfter time.Duration
+	SweepEvery  time.Duration
+	Resolver    *net.Resolver
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -61,6 +74,10 @@ func (o *Options) defaults() {
 	setDefault(&o.Heartbeat, 10*time.Second)
 	setDefault(&o.Reconcile, 10*time.Second)
 	setDefault(&o.StreamPoll, 2*time.Second)
+	setDefault(&o.TunnelLimit, config.DefaultLimits.Tunnels)
+	setDefault(&o.StreamLimit, config.DefaultLimits.Streams)
+	setDefault(&o.ForgetAfter, DefaultForgetAfter)
+	setDefault(&o.SweepEvery, time.Hour)
 	if o.Resolver == nil {
 		o.Resolver = net.DefaultResolver
 	}
@@ -102,10 +119,20 @@ type Manager struct {
 	// control serialises starting and stopping runs.
 	control sync.Mutex
 
-	mu       sync.Mutex
-	runs     map[tunnelKey]*run
-	watchers map[string]map[chan struct{}]struct{}
+	// lastSweep is when reconcile last looked for tunnels to forget; only
+	// the loop touches it.
+	lastSweep time.Time
+
+	mu    sync.Mutex
+	runs  map[tunnelKey]*run
+	feeds map[string]*feed // by owner: the status streams' reading
+	// feedsRunning counts the feeds' goroutines.
+	feedsRunning sync.WaitGroup
 }
+
+// DefaultForgetAfter is how long a stopped tunnel that is not autoStart is
+// kept (API.md: 24 h).
+const DefaultForgetAfter = 24 * time.Hour
 
 type tunnelKey struct{ owner, name string }
 
@@ -120,12 +147,12 @@ type run struct {
 func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) *Manager {
 	opts.defaults()
 	m := &Manager{
-		store:    store,
-		sealer:   sealer,
-		opts:     opts,
-		log:      opts.Log,
-		runs:     map[tunnelKey]*run{},
-		watchers: map[string]map[chan struct{}]struct{}{},
+		store:  store,
+		sealer: sealer,
+		opts:   opts,
+		log:    opts.Log,
+		runs:   map[tunnelKey]*run{},
+		feeds:  map[string]*feed{},
 	}
 	m.dialer = &dialer{deny: opts.Deny, resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
 	m.runCtx, m.stopRuns = context.WithCancel(context.Background())
@@ -171,6 +198,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.closedOnce.Do(func() {
 		m.stopLoops()
 		m.loops.Wait()
+		m.feedsRunning.Wait()
 		m.control.Lock()
 		defer m.control.Unlock()
 		for k, r := range m.snapshot() {
@@ -196,6 +224,7 @@ func (m *Manager) crash() {
 		m.stopLoops()
 		m.stopRuns()
 		m.loops.Wait()
+		m.feedsRunning.Wait()
 		m.runners.Wait()
 	})
 }
@@ -204,7 +233,8 @@ func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
 
 // Connect stores the tunnel a request asks for (replacing one of the same
 // name) and starts it here, unless another replica holds it: that one
-// restarts it at its next heartbeat.
+// restarts it at its next heartbeat. A new name past the owner's
+// TunnelLimit is LimitExceeded.
 func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
 	name, spec, creds, err := req.parse()
 	if err != nil {
@@ -252,6 +282,26 @@ func (m *Manager) Disconnect(ctx context.Context, owner, name string, cancelled 
 	return nil
 }
 
+// Delete stops the owner's tunnel wherever it runs and forgets it: its
+// record, lease and sealed credentials. Here it stops at once; a replica
+// that runs it elsewhere stops it at its next heartbeat, when its lease
+// renewal finds no tunnel. NotFound when absent.
+func (m *Manager) Delete(ctx context.Context, owner, name string) error {
+	err := m.store.DeleteTunnel(ctx, owner, name, 0)
+	if sshdeck.ErrorCode(err) == sshdeck.NotFound {
+		return sshdeck.Errorf(sshdeck.NotFound, "no tunnel named %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	m.control.Lock()
+	m.stopRun(tunnelKey{owner, name})
+	m.control.Unlock()
+	m.log.Info("tunnel deleted", "owner", owner, "tunnel", name)
+	m.notify(owner)
+	return nil
+}
+
 // maxWriteAttempts bounds the read-modify-write of a tunnel record racing
 // other writers.
 const maxWriteAttempts = 3
@@ -267,7 +317,7 @@ func (m *Manager) write(ctx context.Context, owner, name string, create bool, ch
 		case err == nil:
 			t = *cur
 		case sshdeck.ErrorCode(err) == sshdeck.NotFound && create:
-			t = sshdeck.Tunnel{Owner: owner, Name: name, CreatedAt: now}
+			t = sshdeck.Tunnel{Owner: owner, Name: name, CreatedAt: now} // generation 1 below
 		case sshdeck.ErrorCode(err) == sshdeck.NotFound:
 			return nil, sshdeck.Errorf(sshdeck.NotFound, "no tunnel named %q", name)
 		default:
@@ -276,7 +326,11 @@ func (m *Manager) write(ctx context.Context, owner, name string, create bool, ch
 		t.Generation++
 		change(&t)
 		t.Status.UpdatedAt, t.UpdatedAt = now, now
-		err = m.store.PutTunnel(ctx, &t)
+		if t.Generation == 1 {
+			err = m.store.CreateTunnel(ctx, &t, m.opts.TunnelLimit)
+		} else {
+			err = m.store.PutTunnel(ctx, &t)
+		}
 		if sshdeck.ErrorCode(err) == sshdeck.Conflict {
 			continue
 		}
@@ -441,8 +495,13 @@ func (m *Manager) heartbeat() {
 }
 
 // reconcile starts the autoStart tunnels that no live replica runs, and
-// ends the other tunnels whose replica is gone.
+// ends the other tunnels whose replica is gone; every SweepEvery, it also
+// forgets the stopped tunnels past ForgetAfter (sweep).
 func (m *Manager) reconcile() {
+	if now := m.now(); now.Sub(m.lastSweep) >= m.opts.SweepEvery {
+		m.lastSweep = now
+		m.sweep(now)
+	}
 	ts, err := m.store.RunnableTunnels(m.loopCtx)
 	if err != nil {
 		if m.loopCtx.Err() == nil {
@@ -489,6 +548,35 @@ func (m *Manager) reconcile() {
 	}
 }
 
+// sweep forgets the tunnels that are neither to run nor autoStart and
+// stopped ForgetAfter ago or more. Each is deleted at the generation read,
+// so that a connect since (a new generation) keeps it; every replica
+// sweeps, and a tunnel another one forgot first is NotFound, which is
+// fine.
+func (m *Manager) sweep(now time.Time) {
+	ts, err := m.store.StoppedTunnels(m.loopCtx, now.Add(-m.opts.ForgetAfter))
+	if err != nil {
+		if m.loopCtx.Err() == nil {
+			m.log.Warn("cannot list the stopped tunnels to forget", "error", err.Error())
+		}
+		return
+	}
+	for _, t := range ts {
+		err := m.store.DeleteTunnel(m.loopCtx, t.Owner, t.Name, t.Generation)
+		switch code := sshdeck.ErrorCode(err); {
+		case err == nil:
+			m.log.Info("stopped tunnel forgotten", "owner", t.Owner, "tunnel", t.Name, "stopped_at", t.UpdatedAt)
+			m.notify(t.Owner)
+		case code == sshdeck.NotFound || code == sshdeck.Conflict:
+		default:
+			if m.loopCtx.Err() == nil {
+				m.log.Warn("cannot forget a stopped tunnel", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
+			}
+			return
+		}
+	}
+}
+
 // resume runs a stored tunnel here with its sealed credentials. The caller
 // holds control and the lease.
 func (m *Manager) resume(t *sshdeck.Tunnel) {
@@ -499,48 +587,4 @@ func (m *Manager) resume(t *sshdeck.Tunnel) {
 		return
 	}
 	m.startRun(t, creds)
-}
-
-// Watch tells a status stream when to read an owner's statuses again.
-type Watch struct {
-	// Changed receives after each change of the owner's tunnels made
-	// through this replica (changes coalesce: one wake-up at most waits).
-	Changed <-chan struct{}
-	// Poll is how often to read the store for the changes made through
-	// other replicas, which only the store knows (Options.StreamPoll).
-	Poll time.Duration
-	stop func()
-}
-
-// Stop ends the watch.
-func (w *Watch) Stop() { w.stop() }
-
-// Watch starts watching the owner's tunnels; Stop ends it.
-func (m *Manager) Watch(owner string) *Watch {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	if m.watchers[owner] == nil {
-		m.watchers[owner] = map[chan struct{}]struct{}{}
-	}
-	m.watchers[owner][ch] = struct{}{}
-	m.mu.Unlock()
-	return &Watch{Changed: ch, Poll: m.opts.StreamPoll, stop: func() {
-		m.mu.Lock()
-		delete(m.watchers[owner], ch)
-		if len(m.watchers[owner]) == 0 {
-			delete(m.watchers, owner)
-		}
-		m.mu.Unlock()
-	}}
-}
-
-func (m *Manager) notify(owner string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for ch := range m.watchers[owner] {
-		select {
-		case ch <- struct{}{}:
-		default: // a wake-up is pending already
-		}
-	}
 }

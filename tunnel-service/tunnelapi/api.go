@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
@@ -22,13 +23,19 @@ type Config struct {
 	// the API does.
 	Authenticator Authenticator
 	// Ping reports whether the store answers, for /healthz.
-	Ping   func(context.Context) error
-	Logger *slog.Logger
+	Ping func(context.Context) error
+	// StreamRecheck is how often a status stream checks its token again
+	// (DefaultStreamRecheck, 30 s; at most 30 s, API.md); StreamMaxAge how
+	// long a stream lives at most (DefaultStreamMaxAge, 1 h).
+	StreamRecheck time.Duration
+	StreamMaxAge  time.Duration
+	Logger        *slog.Logger
 }
 
 type server struct {
 	Config
-	log *slog.Logger
+	log                         *slog.Logger
+	streamRecheck, streamMaxAge time.Duration
 }
 
 // handlerFunc is an authenticated tunnel route; a returned error is
@@ -41,6 +48,7 @@ func New(cfg Config) http.Handler {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{Config: cfg, log: cfg.Logger}
+	s.streamRecheck, s.streamMaxAge = streamSettings(cfg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, "tunnel-healthz", "")
@@ -53,6 +61,20 @@ func New(cfg Config) http.Handler {
 	}
 	mux.Handle("/", web.Fallback(mux, methods, s.log))
 	return web.WithRequest(s.log, mux)
+}
+
+// streamSettings are a stream's recheck interval and life: the Config's,
+// or the defaults for a zero or negative value, and for a recheck interval
+// over the 30 s that API.md allows.
+func streamSettings(cfg Config) (recheck, maxAge time.Duration) {
+	recheck, maxAge = cfg.StreamRecheck, cfg.StreamMaxAge
+	if recheck <= 0 || recheck > DefaultStreamRecheck {
+		recheck = DefaultStreamRecheck
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultStreamMaxAge
+	}
+	return recheck, maxAge
 }
 
 // tunnelRoute is one authenticated tunnel route; name is its operationId in
@@ -72,6 +94,7 @@ func (s *server) routes() []tunnelRoute {
 		{"GET", "/ssh/tunnel/status/{name...}", "tunnel-status-one", s.status},
 		{"POST", "/ssh/tunnel/disconnect", "tunnel-disconnect", s.disconnect(false)},
 		{"POST", "/ssh/tunnel/cancel", "tunnel-cancel", s.disconnect(true)},
+		{"DELETE", "/ssh/tunnel/{name...}", "tunnel-delete", s.delete},
 	}
 }
 
@@ -120,6 +143,16 @@ func (s *server) status(w http.ResponseWriter, r *http.Request, owner string) er
 		return err
 	}
 	web.WriteJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// delete serves DELETE /ssh/tunnel/{name}: the tunnel is stopped wherever
+// it runs and forgotten.
+func (s *server) delete(w http.ResponseWriter, r *http.Request, owner string) error {
+	if err := s.Manager.Delete(r.Context(), owner, r.PathValue("name")); err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, Message{"Tunnel deleted"})
 	return nil
 }
 

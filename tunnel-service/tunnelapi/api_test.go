@@ -75,6 +75,11 @@ type apiSetup struct {
 	world *tunneltest.World // its store and sealer instead of new ones
 	deny  []netip.Prefix
 	ping  func(context.Context) error
+	// options changes the Manager's options; wrap the store it is given.
+	options func(*tunnel.Options)
+	wrap    func(sshdeck.TunnelStore) sshdeck.TunnelStore
+	// streamRecheck and streamMaxAge are the API's (Config).
+	streamRecheck, streamMaxAge time.Duration
 }
 
 func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
@@ -104,7 +109,14 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts := tunneltest.Options("api-test")
 	opts.Deny, opts.Log = setup.deny, log
-	e.manager = tunnel.NewManager(e.store, e.sealer, opts)
+	if setup.options != nil {
+		setup.options(&opts)
+	}
+	var store sshdeck.TunnelStore = e.store
+	if setup.wrap != nil {
+		store = setup.wrap(store)
+	}
+	e.manager = tunnel.NewManager(store, e.sealer, opts)
 	e.manager.Start()
 	t.Cleanup(func() { e.manager.Shutdown(context.Background()) })
 
@@ -114,7 +126,10 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	if ping == nil {
 		ping = e.store.Ping
 	}
-	srv := httptest.NewServer(New(Config{Manager: e.manager, Authenticator: authn, Ping: ping, Logger: log}))
+	srv := httptest.NewServer(New(Config{
+		Manager: e.manager, Authenticator: authn, Ping: ping, Logger: log,
+		StreamRecheck: setup.streamRecheck, StreamMaxAge: setup.streamMaxAge,
+	}))
 	t.Cleanup(srv.Close)
 	e.url, e.client = srv.URL, srv.Client()
 	e.spec = openapitest.Load(t, apiDocument)
@@ -656,7 +671,7 @@ func TestAPIUnauthorized(t *testing.T) {
 
 func TestAPIUnknownPathsAndMethods(t *testing.T) {
 	e := newAPIEnv(t, apiSetup{})
-	for _, path := range []string{"/nope", "/ssh/tunnel", "/ssh/tunnel/nope", "/ssh/tunnel/connect/x", "/ssh/tunnel/statuses"} {
+	for _, path := range []string{"/nope", "/ssh/tunnels", "/ssh/tunnels/x"} {
 		e.get(path, e.alice).wantError(t, http.StatusNotFound, sshdeck.NotFound)
 		e.get(path, "").wantError(t, http.StatusNotFound, sshdeck.NotFound)
 	}
@@ -667,13 +682,15 @@ func TestAPIUnknownPathsAndMethods(t *testing.T) {
 		method, path string
 		allow        []string
 	}{
-		{"GET", "/ssh/tunnel/connect", []string{"POST"}},
-		{"DELETE", "/ssh/tunnel/connect", []string{"POST"}},
-		{"POST", "/ssh/tunnel/status", []string{"GET"}},
-		{"PUT", "/ssh/tunnel/status/web", []string{"GET"}},
-		{"POST", "/ssh/tunnel/status/stream", []string{"GET"}},
-		{"GET", "/ssh/tunnel/disconnect", []string{"POST"}},
-		{"PATCH", "/ssh/tunnel/cancel", []string{"POST"}},
+		// Every path under /ssh/tunnel/ names a tunnel to DELETE (the
+		// rest of the path is its name, as for status/{name}).
+		{"GET", "/ssh/tunnel/connect", []string{"POST", "DELETE"}},
+		{"POST", "/ssh/tunnel/status", []string{"GET", "DELETE"}},
+		{"PUT", "/ssh/tunnel/status/web", []string{"GET", "DELETE"}},
+		{"POST", "/ssh/tunnel/status/stream", []string{"GET", "DELETE"}},
+		{"GET", "/ssh/tunnel/disconnect", []string{"POST", "DELETE"}},
+		{"PATCH", "/ssh/tunnel/cancel", []string{"POST", "DELETE"}},
+		{"GET", "/ssh/tunnel/web", []string{"DELETE"}},
 		{"POST", "/healthz", []string{"GET"}},
 	} {
 		r := e.do(tc.method, tc.path, e.alice, "application/json", []byte(`{}`))

@@ -3,10 +3,12 @@
 // built on shared/web like the rest of sshdeck's API:
 //   - api.go: New, the route table (each route's name is its operationId
 //     in openapi.yaml), bearer authentication, and the handlers of connect,
-//     status, disconnect and cancel, which decode a body, call the
+//     status, disconnect, cancel and delete, which decode a body, call the
 //     Manager, and write its answer or its error;
 //   - stream.go: GET /ssh/tunnel/status/stream, the Server-Sent Events of
-//     the caller's statuses, woken by the Manager's Watch.
+//     the caller's statuses, fed by the owner's one reading
+//     (Manager.Subscribe), its token checked again every 30 s, its life
+//     one hour.
 //
 // It holds no tunnel state of its own: what a tunnel is, how a request is
 // checked and what its status says are the engine's.

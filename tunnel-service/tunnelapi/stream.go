@@ -1,12 +1,15 @@
 package tunnelapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
@@ -15,18 +18,52 @@ import (
 // keep it open and a gone client is noticed.
 const streamPing = 15 * time.Second
 
+// DefaultStreamRecheck is how often a status stream checks its token
+// again, against the store (API.md: at least every 30 s), and
+// DefaultStreamMaxAge how long a stream lives at most (1 h): clients
+// reconnect, as SSE clients do.
+const (
+	DefaultStreamRecheck = 30 * time.Second
+	DefaultStreamMaxAge  = time.Hour
+)
+
+// Verifier checks a token against the store itself, past any cache: a
+// stream's Authenticator that has it (auth.Authenticator does) is rechecked
+// with it, so that a revocation made through another process ends the
+// stream within StreamRecheck rather than that plus the cache's life.
+type Verifier interface {
+	Verify(ctx context.Context, header string) (sshdeck.Principal, error)
+}
+
+// Deleted is the data of a `deleted` event: a tunnel the stream showed is
+// gone (deleted, or forgotten 24 h after it stopped).
+type Deleted struct {
+	Name string `json:"name"`
+}
+
 // stream serves GET /ssh/tunnel/status/stream: Server-Sent Events, one
 // `status` event (data: a Status) per change of one of the caller's
-// tunnels, starting with the current status of each. Changes made on this
-// replica are sent at once; those of other replicas within the Manager's
-// StreamPoll.
+// tunnels, starting with the current status of each, and a `deleted` event
+// when one the stream showed is gone. The statuses come from the owner's
+// feed on this replica (Manager.Subscribe), which every stream of the owner
+// shares: changes made on this replica come at once, those of other
+// replicas within the Manager's StreamPoll. The stream checks its token
+// again every StreamRecheck and ends when it no longer authenticates
+// (revoked, expired, its user gone), and ends after StreamMaxAge.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) error {
-	m := s.Manager
-	watch := m.Watch(owner)
-	defer watch.Stop()
-	current, err := m.Statuses(r.Context(), owner)
+	sub, err := s.Manager.Subscribe(owner)
 	if err != nil {
-		return err // nothing sent yet: an error body is still possible
+		return err // RateLimited: the owner's streams are all open
+	}
+	defer sub.Close()
+	var first *tunnel.Reading
+	select {
+	case first = <-sub.Readings:
+	case <-r.Context().Done():
+		return nil
+	}
+	if first.Err != nil {
+		return first.Err // nothing sent yet: an error body is still possible
 	}
 	rc := http.NewResponseController(w)
 	// The server's write timeout would end the stream.
@@ -63,38 +100,69 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 			}
 			sent[name] = st
 		}
+		for _, name := range slices.Sorted(maps.Keys(sent)) {
+			if _, ok := all[name]; ok {
+				continue
+			}
+			data, err := json.Marshal(Deleted{Name: name})
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "event: deleted\ndata: %s\n\n", data); err != nil {
+				return err
+			}
+			delete(sent, name)
+		}
 		return rc.Flush()
 	}
-	if err := send(current); err != nil {
+	if err := send(first.Statuses); err != nil {
 		return nil // the client left
 	}
-	poll := time.NewTicker(watch.Poll)
-	defer poll.Stop()
+	header := r.Header.Get("Authorization")
+	recheck := time.NewTicker(s.streamRecheck)
+	defer recheck.Stop()
+	maxAge := time.NewTimer(s.streamMaxAge)
+	defer maxAge.Stop()
 	ping := time.NewTicker(streamPing)
 	defer ping.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return nil
+		case <-maxAge.C:
+			s.log.Info("status stream ends: its hour is up; the client reconnects", "request_id", web.RequestID(r.Context()))
+			return nil
+		case <-recheck.C:
+			caller, err := s.verify(r.Context(), header)
+			if sshdeck.ErrorCode(err) == sshdeck.Unauthorized || err == nil && caller.UserID != owner {
+				s.log.Info("status stream ends: its token no longer authenticates", "request_id", web.RequestID(r.Context()))
+				return nil
+			}
+			if err != nil && r.Context().Err() == nil {
+				s.log.Warn("status stream cannot check its token; it goes on until the next check", "request_id", web.RequestID(r.Context()), "error", err.Error())
+			}
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}
-			continue
-		case <-watch.Changed:
-		case <-poll.C:
-		}
-		all, err := m.Statuses(r.Context(), owner)
-		if err != nil {
-			if r.Context().Err() == nil {
-				s.log.Warn("status stream cannot read the store", "request_id", web.RequestID(r.Context()), "error", err.Error())
+		case reading := <-sub.Readings:
+			if reading.Err != nil {
+				continue // the feed logged it, once for all streams
 			}
-			continue
-		}
-		if err := send(all); err != nil {
-			return nil
+			if err := send(reading.Statuses); err != nil {
+				return nil
+			}
 		}
 	}
+}
+
+// verify checks a stream's token again, past the authenticator's cache
+// when it can.
+func (s *server) verify(ctx context.Context, header string) (sshdeck.Principal, error) {
+	if v, ok := s.Authenticator.(Verifier); ok {
+		return v.Verify(ctx, header)
+	}
+	return s.Authenticator.Authenticate(ctx, header)
 }
 
 // sameState reports whether two statuses of a tunnel say the same, the

@@ -109,6 +109,9 @@ var callers = map[string][]string{
 	"CacheEntry":    {"releases-feed"},
 
 	"PutTunnel":          {"tunnel service"},
+	"CreateTunnel":       {"tunnel service"},
+	"DeleteTunnel":       {"tunnel service"},
+	"StoppedTunnels":     {"tunnel service"},
 	"Tunnel":             {"tunnel service"},
 	"Tunnels":            {"tunnel service"},
 	"RunnableTunnels":    {"tunnel service"},

@@ -24,12 +24,15 @@ const freeHolder = ""
 // PutTunnel writes t over the tunnel at the generation before t's (none for
 // generation 1), leaving the lease as stored: one UpdateItem that SETs
 // every attribute of t but the lease, REMOVEs those t has none of (as a put
-// would), and is conditioned attribute_not_exists(pk) for generation 1,
-// generation = t.Generation-1 otherwise. A failed condition is Conflict,
-// also on an absent tunnel.
+// would), conditioned generation = t.Generation-1. A failed condition is
+// Conflict, also on an absent tunnel. Generation 1 is CreateTunnel without
+// a limit (tunnelcount.go), so that the owner's count counts it.
 func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 	if t.Owner == "" || t.Name == "" {
 		return errors.New("dynamo: put tunnel: owner and name are required")
+	}
+	if t.Generation == 1 {
+		return s.CreateTunnel(ctx, t, 0) // counted, as every create
 	}
 	// tunnelAttrs are every attribute but the lease's, sv included: after
 	// the update a tunnel of schema 1 is of the store's version, the lease's
@@ -42,14 +45,9 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 		ExpressionAttributeNames:  update.ExpressionAttributeNames,
 		ExpressionAttributeValues: update.ExpressionAttributeValues,
 	}
-	if t.Generation == 1 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames["#pk"] = attrPK
-	} else {
-		in.ConditionExpression = aws.String("#generation = :prev")
-		in.ExpressionAttributeNames["#generation"] = attrGeneration
-		in.ExpressionAttributeValues[":prev"] = num(t.Generation - 1)
-	}
+	in.ConditionExpression = aws.String("#generation = :prev")
+	in.ExpressionAttributeNames["#generation"] = attrGeneration
+	in.ExpressionAttributeValues[":prev"] = num(t.Generation - 1)
 	_, err := s.client.UpdateItem(ctx, in)
 	if conditionFailed(err) {
 		return tunnelConflict(t.Name, t.Generation)
@@ -100,10 +98,15 @@ func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) 
 	if err != nil {
 		return nil, wrap("runnable tunnels", err)
 	}
+	sortTunnels(tunnels)
+	return tunnels, nil
+}
+
+// sortTunnels orders tunnels by owner, then name.
+func sortTunnels(tunnels []*sshdeck.Tunnel) {
 	slices.SortStableFunc(tunnels, func(a, b *sshdeck.Tunnel) int {
 		return cmp.Or(strings.Compare(a.Owner, b.Owner), strings.Compare(a.Name, b.Name))
 	})
-	return tunnels, nil
 }
 
 func (s *Store) queryTunnels(ctx context.Context, in *dynamodb.QueryInput) ([]*sshdeck.Tunnel, error) {

@@ -52,21 +52,22 @@ func TestPutTunnelRequest(t *testing.T) {
 		return in
 	}
 
-	first := newTunnel("usr_a", "db", 1)
-	in := put(first)
-	if cond := *in.ConditionExpression; cond != "attribute_not_exists(#pk)" || in.ExpressionAttributeNames["#pk"] != "pk" {
-		t.Errorf("condition of generation 1: %s", cond)
+	// Generation 1 is a create (tunnelcount.go): a transaction with the
+	// owner's count, not this UpdateItem.
+	if err := s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)); err != nil {
+		t.Fatal(err)
 	}
+	in := put(newTunnel("usr_a", "db", 2))
 	if expr := *in.UpdateExpression; strings.Contains(expr, "REMOVE") {
 		t.Errorf("update of a tunnel with credentials and times: %s, want no REMOVE", expr)
 	}
 
-	next := newTunnel("usr_a", "db", 2)
+	next := newTunnel("usr_a", "db", 3)
 	next.Sealed = sshdeck.SealedTunnelCredentials{}
 	in = put(next)
 	prev, _ := in.ExpressionAttributeValues[":prev"].(*types.AttributeValueMemberN)
-	if cond := *in.ConditionExpression; cond != "#generation = :prev" || in.ExpressionAttributeNames["#generation"] != "generation" || prev == nil || prev.Value != "1" {
-		t.Errorf("condition of generation 2: %s, %v", cond, in.ExpressionAttributeValues[":prev"])
+	if cond := *in.ConditionExpression; cond != "#generation = :prev" || in.ExpressionAttributeNames["#generation"] != "generation" || prev == nil || prev.Value != "2" {
+		t.Errorf("condition of generation 3: %s, %v", cond, in.ExpressionAttributeValues[":prev"])
 	}
 	if expr := *in.UpdateExpression; !strings.HasSuffix(expr, " REMOVE #sealed") || in.ExpressionAttributeNames["#sealed"] != "sealed" {
 		t.Errorf("update of a tunnel without credentials: %s, %v; want it to REMOVE sealed", expr, in.ExpressionAttributeNames)

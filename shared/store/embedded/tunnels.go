@@ -14,10 +14,25 @@ import (
 // generation 1), with the stored lease rather than t's: the lease is the
 // replicas' to write. Conflict otherwise.
 func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
-	if t.Owner == "" || t.Name == "" {
-		return errors.New("embedded: put tunnel: owner and name are required")
+	return s.putTunnel(ctx, "put tunnel", t, 0)
+}
+
+// CreateTunnel stores t, of generation 1, when the owner has no tunnel of
+// its name and fewer than limit tunnels: the count and the put are one
+// transaction, which bbolt runs one at a time, so that concurrent creates
+// cannot pass the limit.
+func (s *Store) CreateTunnel(ctx context.Context, t *sshdeck.Tunnel, limit int) error {
+	if t.Generation != 1 {
+		return errors.New("embedded: create tunnel: generation must be 1")
 	}
-	return s.update(ctx, "put tunnel", func(tx *bolt.Tx) error {
+	return s.putTunnel(ctx, "create tunnel", t, limit)
+}
+
+func (s *Store) putTunnel(ctx context.Context, op string, t *sshdeck.Tunnel, limit int) error {
+	if t.Owner == "" || t.Name == "" {
+		return errors.New("embedded: " + op + ": owner and name are required")
+	}
+	return s.update(ctx, op, func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketTunnels).CreateBucketIfNotExists([]byte(t.Owner))
 		if err != nil {
 			return err
@@ -28,6 +43,9 @@ func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 		}
 		if stored.Generation != t.Generation-1 {
 			return tunnelConflict(t.Name, t.Generation)
+		}
+		if t.Generation == 1 && limit > 0 && countKeys(b) >= limit {
+			return sshdeck.TunnelLimit(limit)
 		}
 		put := tunnelRecordOf(t)
 		put.Lease = stored.Lease
@@ -92,6 +110,58 @@ func (s *Store) RunnableTunnels(ctx context.Context) ([]*sshdeck.Tunnel, error) 
 		return nil, err
 	}
 	return tunnels, nil
+}
+
+// DeleteTunnel deletes the owner's tunnel (lease and sealed credentials
+// are in its record) at generation gen, or at any when gen is 0.
+func (s *Store) DeleteTunnel(ctx context.Context, owner, name string, gen int64) error {
+	return s.update(ctx, "delete tunnel", func(tx *bolt.Tx) error {
+		b := tunnelBucket(tx, owner)
+		t, err := loadTunnel(b, name)
+		if err != nil {
+			return err
+		}
+		if gen != 0 && t.Generation != gen {
+			return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen)
+		}
+		return b.Delete([]byte(name))
+	})
+}
+
+// StoppedTunnels returns every owner's tunnels that are neither to run nor
+// autoStart and were last written before `before`, walking every tunnel as
+// RunnableTunnels does.
+func (s *Store) StoppedTunnels(ctx context.Context, before time.Time) ([]*sshdeck.Tunnel, error) {
+	tunnels := []*sshdeck.Tunnel{}
+	err := s.view(ctx, "stopped tunnels", func(tx *bolt.Tx) error {
+		all := tx.Bucket(bucketTunnels)
+		return all.ForEach(func(owner, v []byte) error {
+			if v != nil {
+				return nil // not an owner's bucket
+			}
+			return forEachJSON(all.Bucket(owner), func(r *tunnelRecord) error {
+				if !r.Run && !r.Spec.AutoStart && r.UpdatedAt.Before(before) {
+					tunnels = append(tunnels, r.tunnel())
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tunnels, nil
+}
+
+// countKeys counts a bucket's keys, walking them: an owner's tunnels are
+// at most the limit.
+func countKeys(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n
 }
 
 // SetTunnelStatus replaces the status of the tunnel at generation gen whose

@@ -88,11 +88,13 @@ func RouteActions(route string) ([]string, bool) {
 var Authorizer = []string{getItem}
 
 // TunnelService is what the tunnel service's task role needs on the table:
-// reads of tunnels, known hosts, tokens and users, and Ping (GetItem); the
-// lists (Query); every tunnel write, the lease's included (UpdateItem); a
-// new known host (PutItem). Tunnels are stopped, never deleted: no
-// DeleteItem. Do not modify it.
-var TunnelService = []string{getItem, putItem, query, updateItem}
+// reads of tunnels, known hosts, tokens and users, the owner's count of
+// tunnels, and Ping (GetItem); the lists and counts (Query); every tunnel
+// write, the lease's and the count's included (UpdateItem); a new known
+// host, a new tunnel and a new count (PutItem, the last two in a
+// transaction); a tunnel deleted or forgotten (DeleteItem, in a
+// transaction with the count or alone). Do not modify it.
+var TunnelService = []string{deleteItem, getItem, putItem, query, updateItem}
 
 // ReadActions are the actions that only read. ConditionCheckItem reads
 // too, but only inside a write transaction, so it is not one of them: a
