@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -365,12 +366,16 @@ func TestSchema1Rewritten(t *testing.T) {
 // with the same values: the items are those of schema 1, but for sv (2 on
 // every item) and the NULLs of schema 1 (nil lists and an empty binary),
 // which schema 2 leaves out. So the attributes' names and types are
-// unchanged.
+// unchanged. One kind of item came later, within schema 2, and is left out
+// of the comparison: the item listing a token in its user's partition
+// (USER#<id>, TOKEN#<token id>), which no reader of schema 1 queries.
 func TestSchema2Items(t *testing.T) {
 	_, _, old := loadSchema1(t)
 	s, srv := start(t)
 	writeEveryKind(t, s, schema1Values())
-	items := scan(t, srv)
+	items := slices.DeleteFunc(scan(t, srv), func(item map[string]types.AttributeValue) bool {
+		return strings.HasPrefix(attr(item, "pk"), "S:USER#") && strings.HasPrefix(attr(item, "sk"), "S:TOKEN#")
+	})
 	if len(items) != len(old) {
 		t.Errorf("%d items, want %d as in schema 1", len(items), len(old))
 	}
