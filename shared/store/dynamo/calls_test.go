@@ -195,6 +195,20 @@ func TestCallCounts(t *testing.T) {
 			return s.PutCacheEntry(ctx, e)
 		}, sshdeck.TooLarge, map[string]int{}},
 		{"CacheEntry", func() error { _, err := s.CacheEntry(ctx, "k", now); return err }, "", map[string]int{"GetItem": 1}},
+		{"CountBelow", func() error {
+			added, err := s.CountBelow(ctx, "calls/k", 1, now.Add(time.Minute))
+			if err == nil && !added {
+				err = fmt.Errorf("CountBelow did not add")
+			}
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"CountBelow at the limit", func() error {
+			added, err := s.CountBelow(ctx, "calls/k", 1, now.Add(time.Minute))
+			if err == nil && added {
+				err = fmt.Errorf("CountBelow added past the limit")
+			}
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
 		{"CacheEntry absent", func() error { _, err := s.CacheEntry(ctx, "other", now); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		{"PutTunnel", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, "", map[string]int{"UpdateItem": 1}},
 		{"PutTunnel of an existing name", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, sshdeck.Conflict, map[string]int{"UpdateItem": 1}},

@@ -104,6 +104,7 @@ var callers = map[string][]string{
 
 	"PutCacheEntry": {"releases-feed"},
 	"CacheEntry":    {"releases-feed"},
+	"CountBelow":    {"releases-feed"},
 
 	"PutTunnel":          {"tunnel service"},
 	"Tunnel":             {"tunnel service"},

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"AlertDelete", testAlertDelete},
 		{"AlertDismissals", testAlertDismissals},
 		{"CacheRoundTrip", testCacheRoundTrip},
+		{"CacheCount", testCacheCount},
 		{"TunnelRoundTrip", testTunnelRoundTrip},
 		{"TunnelPutGeneration", testTunnelPutGeneration},
 		{"TunnelPutNeedsOwnerAndName", testTunnelPutNeedsOwnerAndName},
