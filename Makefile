@@ -6,6 +6,10 @@
 # npm (infra/package.json; the CDK app's tests run them).
 
 export PATH := $(PATH):/usr/local/go/bin
+# go.mod names the Go toolchain to build with (its `toolchain` line, the
+# newest 1.26 patch release): auto fetches it through the module proxy when
+# the installed go is older, whatever GOTOOLCHAIN the environment says.
+export GOTOOLCHAIN := auto
 GO      ?= go
 BIN     := bin
 
@@ -24,7 +28,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: run test bench build sshdeck tunnel-service deps fmt-check vet clean FORCE \
-	synth diff deploy bootstrap infra-test docker-check
+	synth diff deploy bootstrap infra-test docker-check vulncheck
 
 ## run: build the sshdeck command and serve the API on 127.0.0.1:8080 over ./.sshdeck
 run: sshdeck
@@ -104,6 +108,22 @@ ONLY ?=
 BASELINE ?=
 bench: deps build
 	$(GO) run ./bench -out BENCHMARKS.md $(if $(ONLY),-only $(ONLY)) $(if $(BASELINE),-baseline $(BASELINE))
+
+## vulncheck: govulncheck over both modules, against the Go vulnerability database built from golang.org/x/vulndb
+# vuln.go.dev is not needed: the database comes through the module proxy
+# (the newest golang.org/x/vulndb, or VULNDB=VERSION) and
+# internal/vulndb lays it out as govulncheck's -db file:// reads it. Not
+# part of make test: it needs the network for the newest database, and a
+# new advisory must not fail an unrelated change's tests.
+GOVULNCHECK_VERSION ?= v1.9.0
+VULNDB ?= latest
+vulncheck:
+	$(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	@mkdir -p build
+	$(GO) mod download -json golang.org/x/vulndb@$(VULNDB) > build/vulndb.json
+	$(GO) run ./internal/vulndb -download build/vulndb.json -out build/vulndb
+	$$($(GO) env GOPATH)/bin/govulncheck -db file://$(CURDIR)/build/vulndb ./...
+	cd infra && $$($(GO) env GOPATH)/bin/govulncheck -db file://$(CURDIR)/build/vulndb .
 
 # apt-get needs root; use sudo when we are not.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -2,6 +2,8 @@ module github.com/sshdeck/sshdeck/infra
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.270.0
 	github.com/aws/constructs-go/constructs/v10 v10.6.0

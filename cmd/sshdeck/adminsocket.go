@@ -12,19 +12,21 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // The admin socket lets admin commands reach the store while serve holds its
-// lock. It is a Unix socket in the data directory with mode 0600: only the
-// user who runs serve (and root) may connect, and that user can read the
-// store file anyway.
+// lock. It is a Unix socket in the data directory (0700) with mode 0600:
+// only the user who runs serve (and root) may connect, and that user can
+// read the store file anyway. It is created under the umask 077, so there
+// is no moment when it is open to others.
 
 func listenAdminSocket(path string) (net.Listener, error) {
 	// serve holds the store's lock, so a socket file here is a dead server's.
 	os.Remove(path)
-	l, err := net.Listen("unix", path)
+	l, err := listenPrivate(path)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +57,20 @@ type revokeRequest struct {
 	ID string `json:"id"`
 }
 
+type nameRequest struct {
+	Name string `json:"name"`
+}
+
+type flagRequest struct {
+	Name  string `json:"name"`
+	Value bool   `json:"value"`
+}
+
+type disableResponse struct {
+	User    *sshdeck.User    `json:"user"`
+	Revoked []*sshdeck.Token `json:"revoked"`
+}
+
 type alertIDRequest struct {
 	ID string `json:"id"`
 }
@@ -64,6 +80,22 @@ func adminHandler(a *storeAdmin) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /users", adminOp(func(ctx context.Context, req userRequest) (any, error) {
 		return a.AddUser(ctx, req.Name, req.Admin)
+	}))
+	mux.HandleFunc("POST /users/list", adminOp(func(ctx context.Context, _ struct{}) (any, error) {
+		return a.Users(ctx)
+	}))
+	mux.HandleFunc("POST /users/disabled", adminOp(func(ctx context.Context, req flagRequest) (any, error) {
+		u, revoked, err := a.SetDisabled(ctx, req.Name, req.Value)
+		return disableResponse{u, revoked}, err
+	}))
+	mux.HandleFunc("POST /users/admin", adminOp(func(ctx context.Context, req flagRequest) (any, error) {
+		return a.SetAdmin(ctx, req.Name, req.Value)
+	}))
+	mux.HandleFunc("POST /tokens/list", adminOp(func(ctx context.Context, req nameRequest) (any, error) {
+		return a.Tokens(ctx, req.Name)
+	}))
+	mux.HandleFunc("POST /tokens/revoke-all", adminOp(func(ctx context.Context, req nameRequest) (any, error) {
+		return a.RevokeAll(ctx, req.Name)
 	}))
 	mux.HandleFunc("POST /tokens", adminOp(func(ctx context.Context, req tokenRequest) (any, error) {
 		bearer, t, err := a.CreateToken(ctx, req.User, req.Name, req.TTL)
@@ -151,6 +183,35 @@ func (c *adminClient) call(ctx context.Context, path string, req, resp any) erro
 func (c *adminClient) AddUser(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {
 	var u sshdeck.User
 	return &u, c.call(ctx, "/users", userRequest{name, isAdmin}, &u)
+}
+
+func (c *adminClient) Users(ctx context.Context) ([]*sshdeck.User, error) {
+	var list []*sshdeck.User
+	err := c.call(ctx, "/users/list", struct{}{}, &list)
+	return list, err
+}
+
+func (c *adminClient) SetDisabled(ctx context.Context, name string, disabled bool) (*sshdeck.User, []*sshdeck.Token, error) {
+	var resp disableResponse
+	err := c.call(ctx, "/users/disabled", flagRequest{name, disabled}, &resp)
+	return resp.User, resp.Revoked, err
+}
+
+func (c *adminClient) SetAdmin(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {
+	var u sshdeck.User
+	return &u, c.call(ctx, "/users/admin", flagRequest{name, isAdmin}, &u)
+}
+
+func (c *adminClient) Tokens(ctx context.Context, userName string) ([]auth.TokenInfo, error) {
+	var list []auth.TokenInfo
+	err := c.call(ctx, "/tokens/list", nameRequest{userName}, &list)
+	return list, err
+}
+
+func (c *adminClient) RevokeAll(ctx context.Context, userName string) ([]auth.TokenInfo, error) {
+	var list []auth.TokenInfo
+	err := c.call(ctx, "/tokens/revoke-all", nameRequest{userName}, &list)
+	return list, err
 }
 
 func (c *adminClient) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {

@@ -19,8 +19,13 @@ type storeAdmin struct {
 	alerts *alerts.Service
 }
 
-func newStoreAdmin(store sshdeck.Store, authn *auth.Authenticator) *storeAdmin {
-	return &storeAdmin{Admin: auth.NewAdmin(store, authn, nil), alerts: alerts.NewService(store, nil, nil)}
+// newStoreAdmin returns the admin operations over store, whose revocations
+// reach authn (nil without a server in this process), allowing each user
+// tokenLimit tokens that are neither revoked nor expired.
+func newStoreAdmin(store sshdeck.Store, authn *auth.Authenticator, tokenLimit int) *storeAdmin {
+	a := auth.NewAdmin(store, authn, nil)
+	a.SetTokenLimit(tokenLimit)
+	return &storeAdmin{Admin: a, alerts: alerts.NewService(store, nil, nil)}
 }
 
 func (a *storeAdmin) PublishAlert(ctx context.Context, in *alerts.Input) (*sshdeck.Alert, error) {

@@ -37,9 +37,12 @@ func newAdminFlags(name string, s *settings, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// anyCount is the positional count of a command that checks its own.
+const anyCount = -1
+
 // parse parses flags wherever they stand among the positional arguments
 // (`user add bob --admin` as well as `user add --admin bob`), and checks the
-// count of positional arguments.
+// count of positional arguments (unless it is anyCount).
 func parse(fs *flag.FlagSet, args []string, positional int, s *settings) ([]string, error) {
 	var rest []string
 	for {
@@ -55,7 +58,7 @@ func parse(fs *flag.FlagSet, args []string, positional int, s *settings) ([]stri
 		rest = append(rest, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(rest) != positional {
+	if positional != anyCount && len(rest) != positional {
 		return nil, fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, fs.Name(), positional, len(rest))
 	}
 	if s.envErr != nil {

@@ -39,6 +39,8 @@ type server struct {
 	tunnelURL string // the tunnel service
 	stdout    chan string
 	done      chan error
+	// startLogs are the log lines serve wrote before it served.
+	startLogs []string
 }
 
 // serve starts `sshdeck serve` in dir on a free port and waits until it
@@ -70,6 +72,7 @@ func serve(t *testing.T, dir string) *server {
 		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "serving" {
 			s.url, s.tunnelURL = entry.API, entry.Tunnel
 		}
+		s.startLogs = append(s.startLogs, line)
 	}
 	go func() {
 		for range logs {
@@ -284,7 +287,7 @@ func TestAlertCommands(t *testing.T) {
 func TestSecondServerOnTheSameDataFails(t *testing.T) {
 	dir := t.TempDir()
 	serve(t, dir)
-	_, stderr := runCLI(t, dir, false, "serve", "--addr", "127.0.0.1:0")
+	_, stderr := runCLI(t, dir, false, "serve", "--addr", "127.0.0.1:0", "--tunnel-addr", "127.0.0.1:0")
 	if !strings.Contains(stderr, "in use by another process") {
 		t.Fatalf("second serve: %s", stderr)
 	}
@@ -387,6 +390,24 @@ func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
 	}
 	if _, stderr := run(false, "user", "add", "ops"); !strings.Contains(stderr, "taken") {
 		t.Fatalf("a taken name: %s", stderr)
+	}
+	// The user and token commands of the table: a listing, revoke --all,
+	// disable (which refuses new tokens), enable, set-admin.
+	run(true, "token", "create", "--user", "ops", "--name", "ci")
+	if out, _ := run(true, "token", "list", "--user", "ops"); !strings.Contains(out, tok.ID) || !strings.Contains(out, "  ci  ") {
+		t.Fatalf("token list on the table:\n%s", out)
+	}
+	if out, _ := run(true, "token", "revoke", "--all", "--user", "ops"); !strings.Contains(out, "revoked 1 token(s) of user ops") {
+		t.Fatalf("revoke --all on the table: %s", out)
+	}
+	run(true, "user", "disable", "ops")
+	if _, stderr := run(false, "token", "create", "--user", "ops"); !strings.Contains(stderr, "disabled") {
+		t.Fatalf("a token for a disabled user on the table: %s", stderr)
+	}
+	run(true, "user", "enable", "ops")
+	run(true, "user", "set-admin", "ops", "--admin=false")
+	if out, _ := run(true, "user", "list"); !regexp.MustCompile(`(?m)^ops +usr_[0-9a-f]+ +false +false `).MatchString(out) {
+		t.Fatalf("user list on the table:\n%s", out)
 	}
 	alertID, _ := run(true, "alert", "publish", "--title", "Deployed", "--expires", "1h")
 	alertID = strings.TrimSpace(alertID)

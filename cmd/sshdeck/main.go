@@ -20,8 +20,14 @@ const usage = `sshdeck: a control plane for SSH access
 Usage:
   sshdeck serve [--addr ADDR] [--data DIR]
   sshdeck user add NAME [--admin] [--data DIR | --table TABLE]
+  sshdeck user list [--data DIR | --table TABLE]
+  sshdeck user disable NAME [--data DIR | --table TABLE]
+  sshdeck user enable NAME [--data DIR | --table TABLE]
+  sshdeck user set-admin NAME [--admin=false] [--data DIR | --table TABLE]
   sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR | --table TABLE]
+  sshdeck token list [--user NAME] [--data DIR | --table TABLE]
   sshdeck token revoke ID [--data DIR | --table TABLE]
+  sshdeck token revoke --all --user NAME [--data DIR | --table TABLE]
   sshdeck alert publish --title TITLE [--message TEXT] [--priority medium]
         [--type info] [--expires 24h | --expires-at TIME]
         [--action-url URL --action-text LABEL] [--data DIR | --table TABLE]
@@ -31,7 +37,8 @@ Usage:
 Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
 SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE; serve also reads
 SSHDECK_RELEASES_REPO, SSHDECK_RELEASES_API_URL, SSHDECK_GITHUB_TOKEN and
-SSHDECK_ALERTS_URL. The admin commands
+SSHDECK_ALERTS_URL; token create reads SSHDECK_LIMIT_TOKENS (default 100
+tokens per user, neither revoked nor expired). The admin commands
 work while serve runs: they go through its admin socket in the data
 directory. With --table they administer a deployment's DynamoDB table, with
 the AWS credentials of the environment.
@@ -76,8 +83,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = serveCommand(ctx, rest, stdout, stderr)
 	case "user add":
 		err = userAddCommand(ctx, rest, stdout, stderr)
+	case "user list":
+		err = userListCommand(ctx, rest, stdout, stderr)
+	case "user disable":
+		err = userDisableCommand(true)(ctx, rest, stdout, stderr)
+	case "user enable":
+		err = userDisableCommand(false)(ctx, rest, stdout, stderr)
+	case "user set-admin":
+		err = userSetAdminCommand(ctx, rest, stdout, stderr)
 	case "token create":
 		err = tokenCreateCommand(ctx, rest, stdout, stderr)
+	case "token list":
+		err = tokenListCommand(ctx, rest, stdout, stderr)
 	case "token revoke":
 		err = tokenRevokeCommand(ctx, rest, stdout, stderr)
 	case "alert publish":

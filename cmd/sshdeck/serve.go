@@ -37,6 +37,19 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tuneGC()
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 
+	// Both addresses are bound first: a port in use fails serve before it
+	// creates anything (the data directory, the admin user and its token).
+	listener, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer listener.Close()
+	tunnelListener, err := net.Listen("tcp", cfg.TunnelAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
+	}
+	defer tunnelListener.Close()
+
 	// serve is the laptop's shape: the embedded store of --data, whatever
 	// SSHDECK_TABLE says (the admin commands take --table).
 	cfg.Table = ""
@@ -50,13 +63,23 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	apiCfg.Authenticator = a.Auth
-	admin := newStoreAdmin(a.Store, a.Auth)
-	token, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
+	admin := newStoreAdmin(a.Store, a.Auth, cfg.Limits.Tokens)
+	// The store's lock is held: a socket file left here is a dead
+	// server's. The socket is made before the bootstrap too, so that the
+	// admin commands reach this server from its first line on stdout.
+	sock, sockErr := listenAdminSocket(cfg.socketPath())
+	if sockErr != nil {
+		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", sockErr.Error())
+	} else {
+		defer os.Remove(cfg.socketPath())
+		defer sock.Close()
+	}
+	token, tok, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
 	if err != nil {
 		return fmt.Errorf("create the admin user: %w", err)
 	}
 	if token != "" {
-		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token, shown this once and valid %d days:\n\n    %s\n\nMake more with: sshdeck token create --user admin\n", int(bootstrapTokenTTL.Hours()/24), token)
+		fmt.Fprintf(stdout, "Created the admin user \"admin\". Its bearer token %s, shown this once and valid %d days:\n\n    %s\n\nRevoke it with: sshdeck token revoke %s\nMake more with: sshdeck token create --user admin\n", tok.ID, int(bootstrapTokenTTL.Hours()/24), token, tok.ID)
 	}
 
 	tunnelOpts := tunnel.OptionsFrom(cfg.Config)
@@ -66,27 +89,15 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tunnelOpts.Holder, tunnelOpts.Log = "local", log
 	tunnels := tunnel.NewManager(a.Store, a.Sealer, tunnelOpts)
 
-	listener, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	tunnelListener, err := net.Listen("tcp", cfg.TunnelAddr)
-	if err != nil {
-		listener.Close()
-		return fmt.Errorf("listen on %s (the tunnel service): %w", cfg.TunnelAddr, err)
-	}
 	tunnelHandler := tunnelapi.New(tunnelapi.Config{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})
 	servers := []*http.Server{web.NewHTTPServer(api.New(apiCfg).Router(), log), web.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
-	tunnels.Start()
-	defer tunnels.Shutdown(context.Background())
-	if sock, err := listenAdminSocket(cfg.socketPath()); err != nil {
-		log.Warn("admin socket unavailable: stop serve to run admin commands", "error", err.Error())
-	} else {
-		defer os.Remove(cfg.socketPath())
+	if sockErr == nil {
 		servers = append(servers, web.NewHTTPServer(adminHandler(admin), log))
 		listeners = append(listeners, sock)
 	}
+	tunnels.Start()
+	defer tunnels.Shutdown(context.Background())
 	log.Info("serving", "api", "http://"+listener.Addr().String(), "tunnel_service", "http://"+tunnelListener.Addr().String(), "data", cfg.Data)
 	return serveUntilDone(ctx, servers, listeners, log)
 }

@@ -28,7 +28,9 @@ type GitHub struct {
 	calls    []string // the query of each call
 	status   int      // when not 0, every answer is this status…
 	header   http.Header
-	body     string // …with this body
+	body     string        // …with this body
+	gate     chan struct{} // when not nil, answers wait until it is closed
+	held     int           // requests waiting at the gate
 }
 
 // StartGitHub serves the API until the test ends.
@@ -69,6 +71,13 @@ func NewGitHub() *GitHub {
 
 func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
+	if gate := g.gate; gate != nil {
+		g.held++
+		g.mu.Unlock()
+		<-gate
+		g.mu.Lock()
+		g.held--
+	}
 	defer g.mu.Unlock()
 	if r.URL.Path != "/repos/acme/deck/releases" || r.Header.Get("Accept") != "application/vnd.github+json" {
 		w.WriteHeader(http.StatusNotFound)
@@ -102,6 +111,31 @@ func (g *GitHub) Fail(status int, body string, header ...string) {
 	for i := 0; i+1 < len(header); i += 2 {
 		g.header.Set(header[i], header[i+1])
 	}
+}
+
+// Hold makes every request wait, unanswered, until release is called:
+// Held counts the requests waiting meanwhile.
+func (g *GitHub) Hold() (release func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gate := make(chan struct{})
+	g.gate = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.gate = nil
+			g.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+// Held returns how many requests are waiting for Hold's release.
+func (g *GitHub) Held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
 }
 
 // Calls returns how many requests the releases endpoint had.

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/releases"
 )
 
 type feed struct {
@@ -91,8 +93,8 @@ func TestReleasesFeed(t *testing.T) {
 	}
 }
 
-// TestReleasesPaging: page and per_page never fail the call: bad values
-// are the defaults, per_page over 100 is 100. Each pair is its own page.
+// TestReleasesPaging: bad values of page and per_page are the defaults,
+// per_page over 100 is 100. Each pair is its own page.
 func TestReleasesPaging(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct {
@@ -105,8 +107,8 @@ func TestReleasesPaging(t *testing.T) {
 		{"?per_page=500", "page=1&per_page=100", 1, 100, 4},
 		{"?page=0&per_page=-4", "page=1&per_page=20", 1, 20, 4},
 		{"?page=abc&per_page=1.5", "page=1&per_page=20", 1, 20, 4},
-		{"?page=99999999999999999999", "page=1&per_page=20", 1, 20, 4},
 		{"?page=3&per_page=1", "page=3&per_page=1", 3, 1, 1},
+		{"?page=100&per_page=1", "page=100&per_page=1", 100, 1, 0},
 	} {
 		before := e.github.Calls()
 		f := e.feed(tc.query)
@@ -119,6 +121,54 @@ func TestReleasesPaging(t *testing.T) {
 		if fetched := e.github.Calls() > before; fetched && !sameQuery(e.github.LastQuery(), tc.asked) {
 			t.Errorf("%q: GitHub was asked %q, want %q", tc.query, e.github.LastQuery(), tc.asked)
 		}
+	}
+}
+
+// TestReleasesPageOver100: a page past 100 is 400 naming it, and asks
+// GitHub nothing.
+func TestReleasesPageOver100(t *testing.T) {
+	e := newEnv(t)
+	for _, page := range []string{"101", "%2B101", "1000", "99999999999999999999"} {
+		resp := e.get(e.alice, "/releases/rss?page="+page)
+		if resp.Status != http.StatusBadRequest || resp.errorCode(t) != "invalid" || !strings.Contains(string(resp.Body), "page: must be from 1 to 100") {
+			t.Errorf("page=%s: %d %s", page, resp.Status, resp.Body)
+		}
+	}
+	if e.github.Calls() != 0 {
+		t.Fatalf("GitHub asked %d times for pages past 100", e.github.Calls())
+	}
+}
+
+// TestReleasesCallBudget: past 30 calls to GitHub in a minute, a page
+// that is not cached is 429 with Retry-After (the seconds left in the
+// minute); a cached one is served, stale or not; the next minute calls
+// again.
+func TestReleasesCallBudget(t *testing.T) {
+	e := newEnv(t)
+	e.feed("?page=1&per_page=1")
+	e.advance(31 * time.Minute)
+	// The harness's clock is at some second of a minute: spend the
+	// budget within it.
+	for page := 2; page <= releases.CallsPerMinute+1; page++ {
+		if f := e.feed("?per_page=1&page=" + strconv.Itoa(page)); f.Cached {
+			t.Fatalf("page %d: cached", page)
+		}
+	}
+	calls := e.github.Calls()
+	resp := e.get(e.alice, "/releases/rss?per_page=1&page=40")
+	left := time.Minute - e.clock().Sub(e.clock().Truncate(time.Minute))
+	if resp.Status != http.StatusTooManyRequests || resp.errorCode(t) != "rate_limited" || resp.Header.Get("Retry-After") != strconv.Itoa(int(math.Ceil(left.Seconds()))) {
+		t.Fatalf("a page past the budget: %d %s (Retry-After %q)", resp.Status, resp.Body, resp.Header.Get("Retry-After"))
+	}
+	if f := e.feed("?page=1&per_page=1"); !f.Cached || f.CacheAge != 31*60 {
+		t.Fatalf("a stale page past the budget: cached %t age %d", f.Cached, f.CacheAge)
+	}
+	if e.github.Calls() != calls {
+		t.Fatalf("GitHub asked %d more times past the budget", e.github.Calls()-calls)
+	}
+	e.advance(left)
+	if f := e.feed("?per_page=1&page=40"); f.Cached || e.github.Calls() != calls+1 {
+		t.Fatalf("the next minute: cached %t, %d more calls", f.Cached, e.github.Calls()-calls)
 	}
 }
 

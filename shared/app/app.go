@@ -67,14 +67,15 @@ type Options struct {
 }
 
 // Open builds the App of cfg: over cfg.Table when it is set (OpenTable),
-// else over the embedded store in cfg.Data (created, mode 0700). Close
-// releases it.
+// else over the embedded store in cfg.Data (created with mode 0700, and
+// made 0700 when it exists with another mode: it holds the data key).
+// Close releases it.
 func Open(ctx context.Context, cfg config.Config, opts Options) (*App, error) {
 	if cfg.Table != "" {
 		return OpenTable(ctx, cfg, opts)
 	}
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, fmt.Errorf("create the data directory: %w", err)
+	if err := privateDir(cfg.Data, opts.Log); err != nil {
+		return nil, err
 	}
 	store, err := embedded.Open(DBPath(cfg.Data))
 	if err != nil {
@@ -195,6 +196,31 @@ func LambdaLog() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stdout, n
 func Fail(err error) {
 	LambdaLog().Error("cannot start", "error", err.Error())
 	os.Exit(1)
+}
+
+// privateDir creates the data directory dir with mode 0700, or makes an
+// existing one 0700 (saying so in the log): the data key, the store and
+// the admin socket are in it, and none is for other users.
+func privateDir(dir string, log *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the data directory: %w", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("the data directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("the data directory %s is not a directory", dir)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("make the data directory %s private (mode 0700): %w", dir, err)
+		}
+		if log != nil {
+			log.Warn("the data directory was open to others: made it private", "data", dir, "mode_was", fmt.Sprintf("%#o", mode), "mode", "0700")
+		}
+	}
+	return nil
 }
 
 // DBPath is the embedded store's file in a data directory.

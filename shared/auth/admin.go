@@ -8,13 +8,21 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Admin creates users and issues and revokes their tokens. Revoking through
-// it also drops the token from its Authenticator's cache.
+// Admin creates, lists and changes users, and issues, lists and revokes
+// their tokens. Revoking or changing a user through it also drops the
+// tokens from its Authenticator's cache.
 type Admin struct {
 	store sshdeck.Store
 	auth  *Authenticator
 	now   func() time.Time
+	// tokenLimit is the most tokens, neither revoked nor expired, a user
+	// may have (config.Limits.Tokens).
+	tokenLimit int
 }
+
+// DefaultTokenLimit is the tokens per user of an Admin that was given no
+// limit: API.md's default.
+const DefaultTokenLimit = 100
 
 // NewAdmin returns an Admin over the store whose revocations reach auth
 // (which may be nil when no server runs in this process).
@@ -22,8 +30,12 @@ func NewAdmin(store sshdeck.Store, auth *Authenticator, now func() time.Time) *A
 	if now == nil {
 		now = time.Now
 	}
-	return &Admin{store: store, auth: auth, now: now}
+	return &Admin{store: store, auth: auth, now: now, tokenLimit: DefaultTokenLimit}
 }
+
+// SetTokenLimit sets the most tokens, neither revoked nor expired, that one
+// user may have; creating past it is LimitExceeded.
+func (a *Admin) SetTokenLimit(n int) { a.tokenLimit = n }
 
 const maxUserName = 64
 
@@ -40,7 +52,9 @@ func (a *Admin) AddUser(ctx context.Context, name string, admin bool) (*sshdeck.
 }
 
 // CreateToken issues a token for the named user. ttl 0 means it never
-// expires. The returned bearer string is shown once and never stored.
+// expires. The returned bearer string is shown once and never stored. A
+// disabled user gets none (Conflict), nor one past the token limit
+// (LimitExceeded): the store checks both with the write.
 func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {
 	if ttl < 0 {
 		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "ttl must not be negative")
@@ -58,10 +72,120 @@ func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl tim
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}
-	if err := a.store.CreateToken(ctx, t); err != nil {
+	if err := a.store.CreateTokenWithin(ctx, t, a.tokenLimit); err != nil {
 		return "", nil, err
 	}
 	return bearer, t, nil
+}
+
+// Users returns every user ordered by name.
+func (a *Admin) Users(ctx context.Context) ([]*sshdeck.User, error) {
+	return a.store.Users(ctx)
+}
+
+// SetDisabled disables or enables the named user. Disabling revokes every
+// token of the user (returned): enabling again gives none back.
+func (a *Admin) SetDisabled(ctx context.Context, name string, disabled bool) (*sshdeck.User, []*sshdeck.Token, error) {
+	u, err := a.change(ctx, name, sshdeck.UserChange{Disabled: &disabled})
+	if err != nil || !disabled {
+		return u, nil, err
+	}
+	revoked, err := a.revokeAll(ctx, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, revoked, nil
+}
+
+// SetAdmin grants or withdraws the admin flag of the named user.
+func (a *Admin) SetAdmin(ctx context.Context, name string, admin bool) (*sshdeck.User, error) {
+	return a.change(ctx, name, sshdeck.UserChange{Admin: &admin})
+}
+
+func (a *Admin) change(ctx context.Context, name string, change sshdeck.UserChange) (*sshdeck.User, error) {
+	u, err := a.store.UserByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if u, err = a.store.UpdateUser(ctx, u.ID, change); err != nil {
+		return nil, err
+	}
+	if a.auth != nil {
+		a.auth.forgetUser(u.ID)
+	}
+	return u, nil
+}
+
+// TokenInfo is a token as the admin tooling shows it: never its secret nor
+// its hash.
+type TokenInfo struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	User      string    `json:"user"`
+	UserID    string    `json:"userId"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	Revoked   bool      `json:"revoked"`
+	RevokedAt time.Time `json:"revokedAt,omitzero"`
+}
+
+func tokenInfo(t *sshdeck.Token, user string) TokenInfo {
+	return TokenInfo{ID: t.ID, Name: t.Name, User: user, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked, RevokedAt: t.RevokedAt}
+}
+
+// Tokens lists the tokens of the named user, or of every user when name is
+// "": by user name, then creation time.
+func (a *Admin) Tokens(ctx context.Context, name string) ([]TokenInfo, error) {
+	var users []*sshdeck.User
+	if name != "" {
+		u, err := a.store.UserByName(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		users = []*sshdeck.User{u}
+	} else {
+		var err error
+		if users, err = a.store.Users(ctx); err != nil {
+			return nil, err
+		}
+	}
+	list := []TokenInfo{}
+	for _, u := range users {
+		tokens, err := a.store.Tokens(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tokens {
+			list = append(list, tokenInfo(t, u.Name))
+		}
+	}
+	return list, nil
+}
+
+// RevokeAll revokes every token of the named user and returns those it
+// revoked.
+func (a *Admin) RevokeAll(ctx context.Context, name string) ([]TokenInfo, error) {
+	u, err := a.store.UserByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	revoked, err := a.revokeAll(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]TokenInfo, 0, len(revoked))
+	for _, t := range revoked {
+		list = append(list, tokenInfo(t, u.Name))
+	}
+	return list, nil
+}
+
+func (a *Admin) revokeAll(ctx context.Context, u *sshdeck.User) ([]*sshdeck.Token, error) {
+	revoked, err := a.store.RevokeUserTokens(ctx, u.ID, a.timestamp())
+	if a.auth != nil {
+		a.auth.forgetUser(u.ID)
+	}
+	return revoked, err
 }
 
 // RevokeToken revokes the token with the id.
@@ -77,17 +201,17 @@ func (a *Admin) RevokeToken(ctx context.Context, id string) (*sshdeck.Token, err
 }
 
 // Bootstrap creates the admin user named name and a token for it when the
-// store has no user yet; it returns "" when there were users already.
-func (a *Admin) Bootstrap(ctx context.Context, name string, ttl time.Duration) (string, error) {
+// store has no user yet, and returns the token and its bearer string; ""
+// and nil when there were users already.
+func (a *Admin) Bootstrap(ctx context.Context, name string, ttl time.Duration) (string, *sshdeck.Token, error) {
 	users, err := a.store.Users(ctx)
 	if err != nil || len(users) > 0 {
-		return "", err
+		return "", nil, err
 	}
 	if _, err := a.AddUser(ctx, name, true); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	bearer, _, err := a.CreateToken(ctx, name, "bootstrap", ttl)
-	return bearer, err
+	return a.CreateToken(ctx, name, "bootstrap", ttl)
 }
 
 func (a *Admin) timestamp() time.Time { return a.now().UTC().Truncate(time.Millisecond) }

@@ -130,11 +130,11 @@ func TestMalformedTokensCostNoRead(t *testing.T) {
 func TestAdmin(t *testing.T) {
 	_, _, admin, _ := setup(t)
 	ctx := context.Background()
-	if bearer, err := admin.Bootstrap(ctx, "admin", time.Hour); err != nil || !WellFormed(bearer) {
-		t.Fatalf("Bootstrap on an empty store = %q, %v", bearer, err)
+	if bearer, tok, err := admin.Bootstrap(ctx, "admin", time.Hour); err != nil || !WellFormed(bearer) || tok == nil || !strings.HasPrefix(tok.ID, "tok_") || tok.Name != "bootstrap" {
+		t.Fatalf("Bootstrap on an empty store = %q, %+v, %v", bearer, tok, err)
 	}
-	if bearer, err := admin.Bootstrap(ctx, "admin", time.Hour); err != nil || bearer != "" {
-		t.Fatalf("second Bootstrap = %q, %v", bearer, err)
+	if bearer, tok, err := admin.Bootstrap(ctx, "admin", time.Hour); err != nil || bearer != "" || tok != nil {
+		t.Fatalf("second Bootstrap = %q, %+v, %v", bearer, tok, err)
 	}
 	for name, code := range map[string]sshdeck.Code{"admin": sshdeck.Conflict, "": sshdeck.Invalid, "a b": sshdeck.Invalid, strings.Repeat("x", 65): sshdeck.Invalid} {
 		if _, err := admin.AddUser(ctx, name, false); sshdeck.ErrorCode(err) != code {
@@ -149,5 +149,142 @@ func TestAdmin(t *testing.T) {
 	}
 	if _, err := admin.RevokeToken(ctx, "tok_missing"); sshdeck.ErrorCode(err) != sshdeck.NotFound {
 		t.Fatalf("revoke missing: %v", err)
+	}
+}
+
+// TestDisabledUser: disabling a user refuses its cached tokens at once and
+// revokes them; enabling it again gives none back, and a new token works;
+// a disabled user gets no token.
+func TestDisabledUser(t *testing.T) {
+	_, authn, admin, _ := setup(t)
+	ctx := context.Background()
+	admin.AddUser(ctx, "ops", false)
+	admin.AddUser(ctx, "dev", false)
+	bearer, _, _ := admin.CreateToken(ctx, "ops", "laptop", 0)
+	admin.CreateToken(ctx, "ops", "ci", time.Hour)
+	other, _, _ := admin.CreateToken(ctx, "dev", "", 0)
+	for _, b := range []string{bearer, other} {
+		if _, err := authn.Authenticate(ctx, "Bearer "+b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, revoked, err := admin.SetDisabled(ctx, "ops", true)
+	if err != nil || !u.Disabled || len(revoked) != 2 {
+		t.Fatalf("SetDisabled = %+v, %d revoked, %v", u, len(revoked), err)
+	}
+	if _, err := authn.Authenticate(ctx, "Bearer "+bearer); sshdeck.ErrorCode(err) != sshdeck.Unauthorized {
+		t.Fatalf("a disabled user's cached token: %v", err)
+	}
+	if _, err := authn.Authenticate(ctx, "Bearer "+other); err != nil {
+		t.Fatalf("another user's token after the disable: %v", err)
+	}
+	if _, _, err := admin.CreateToken(ctx, "ops", "", 0); sshdeck.ErrorCode(err) != sshdeck.Conflict || !strings.Contains(err.Error(), "disabled") {
+		t.Fatalf("a token for a disabled user: %v", err)
+	}
+	if u, revoked, err := admin.SetDisabled(ctx, "ops", false); err != nil || u.Disabled || len(revoked) != 0 {
+		t.Fatalf("enable = %+v, %v, %v", u, revoked, err)
+	}
+	if _, err := authn.Authenticate(ctx, "Bearer "+bearer); sshdeck.ErrorCode(err) != sshdeck.Unauthorized || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a token revoked by the disable, after the enable: %v", err)
+	}
+	fresh, _, err := admin.CreateToken(ctx, "ops", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authn.Authenticate(ctx, "Bearer "+fresh); err != nil {
+		t.Fatalf("a new token after the enable: %v", err)
+	}
+	if _, _, err := admin.SetDisabled(ctx, "nobody", true); sshdeck.ErrorCode(err) != sshdeck.NotFound {
+		t.Fatalf("disabling a missing user: %v", err)
+	}
+}
+
+// TestDisabledUserInTheStore: a user disabled by another process (the
+// store alone, not this Authenticator) is refused once the cache entry
+// ends, even with a token that is not revoked.
+func TestDisabledUserInTheStore(t *testing.T) {
+	store, authn, admin, now := setup(t)
+	ctx := context.Background()
+	u, _ := admin.AddUser(ctx, "ops", false)
+	bearer, _, _ := admin.CreateToken(ctx, "ops", "", 0)
+	authn.Authenticate(ctx, "Bearer "+bearer)
+	yes := true
+	if _, err := store.UpdateUser(ctx, u.ID, sshdeck.UserChange{Disabled: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(CacheTTL)
+	if _, err := authn.Authenticate(ctx, "Bearer "+bearer); sshdeck.ErrorCode(err) != sshdeck.Unauthorized || !strings.Contains(err.Error(), "disabled") {
+		t.Fatalf("a disabled user's token: %v", err)
+	}
+}
+
+// TestSetAdmin: the admin flag reaches the cached principal at once.
+func TestSetAdmin(t *testing.T) {
+	_, authn, admin, _ := setup(t)
+	ctx := context.Background()
+	admin.AddUser(ctx, "ops", false)
+	bearer, _, _ := admin.CreateToken(ctx, "ops", "", 0)
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); p.Admin {
+		t.Fatal("admin before SetAdmin")
+	}
+	if u, err := admin.SetAdmin(ctx, "ops", true); err != nil || !u.Admin {
+		t.Fatalf("SetAdmin = %+v, %v", u, err)
+	}
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); !p.Admin {
+		t.Fatal("not admin after SetAdmin")
+	}
+	if users, err := admin.Users(ctx); err != nil || len(users) != 1 || !users[0].Admin {
+		t.Fatalf("Users = %+v, %v", users, err)
+	}
+}
+
+// TestTokenLimitAndList: a user has at most the limit of tokens neither
+// revoked nor expired; revoking (one, or all) frees places; the lists show
+// every token with its user, never a hash.
+func TestTokenLimitAndList(t *testing.T) {
+	_, authn, admin, now := setup(t)
+	ctx := context.Background()
+	admin.SetTokenLimit(2)
+	admin.AddUser(ctx, "ops", false)
+	admin.AddUser(ctx, "dev", false)
+	_, first, _ := admin.CreateToken(ctx, "ops", "a", time.Minute)
+	*now = now.Add(time.Second)
+	bearer, _, err := admin.CreateToken(ctx, "ops", "b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.CreateToken(ctx, "ops", "c", 0); sshdeck.ErrorCode(err) != sshdeck.LimitExceeded || !strings.Contains(err.Error(), "tokens per user") {
+		t.Fatalf("a third token under a limit of 2: %v", err)
+	}
+	*now = now.Add(time.Minute) // the first has expired
+	if _, _, err := admin.CreateToken(ctx, "ops", "c", 0); err != nil {
+		t.Fatalf("a token after one expired: %v", err)
+	}
+	admin.CreateToken(ctx, "dev", "d", 0)
+	list, err := admin.Tokens(ctx, "")
+	if err != nil || len(list) != 4 || list[0].User != "dev" || list[1].ID != first.ID || list[1].User != "ops" {
+		t.Fatalf("Tokens of everyone = %+v, %v", list, err)
+	}
+	if list, err := admin.Tokens(ctx, "ops"); err != nil || len(list) != 3 {
+		t.Fatalf("Tokens of ops = %+v, %v", list, err)
+	}
+	if _, err := admin.Tokens(ctx, "nobody"); sshdeck.ErrorCode(err) != sshdeck.NotFound {
+		t.Fatalf("Tokens of a missing user: %v", err)
+	}
+	authn.Authenticate(ctx, "Bearer "+bearer)
+	revoked, err := admin.RevokeAll(ctx, "ops")
+	if err != nil || len(revoked) != 3 || !revoked[0].Revoked {
+		t.Fatalf("RevokeAll = %+v, %v", revoked, err)
+	}
+	if _, err := authn.Authenticate(ctx, "Bearer "+bearer); sshdeck.ErrorCode(err) != sshdeck.Unauthorized {
+		t.Fatalf("a cached token after RevokeAll: %v", err)
+	}
+	if list, _ := admin.Tokens(ctx, "dev"); len(list) != 1 || list[0].Revoked {
+		t.Fatalf("RevokeAll of ops touched dev's: %+v", list)
+	}
+	for range 2 {
+		if _, _, err := admin.CreateToken(ctx, "ops", "", 0); err != nil {
+			t.Fatalf("a token after RevokeAll: %v", err)
+		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // CacheTTL bounds how long a verified token is trusted without a store read.
-// A revocation made through the same Authenticator (as `sshdeck token revoke`
-// does against a running server) takes effect at once; one made elsewhere in
-// at most CacheTTL.
+// A revocation, or a change of the user's flags, made through the same
+// Authenticator (as the admin commands do against a running server) takes
+// effect at once; one made elsewhere in at most CacheTTL.
 const CacheTTL = 30 * time.Second
 
 // maxCached bounds the cache; past it, the cache starts over.
@@ -77,6 +77,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (sshdec
 	} else if err != nil {
 		return sshdeck.Principal{}, err
 	}
+	if u.Disabled {
+		return sshdeck.Principal{}, unauthorized("bearer token's user is disabled")
+	}
 	p := sshdeck.Principal{UserID: u.ID, Admin: u.Admin}
 	until := now.Add(CacheTTL)
 	if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(until) {
@@ -103,6 +106,17 @@ func (a *Authenticator) remember(hash string, c cached) {
 		clear(a.cache)
 	}
 	a.cache[hash] = c
+}
+
+// forgetUser drops every cached token of the user.
+func (a *Authenticator) forgetUser(userID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for hash, c := range a.cache {
+		if c.principal.UserID == userID {
+			delete(a.cache, hash)
+		}
+	}
 }
 
 // forget drops the cached token with the id.

@@ -29,6 +29,14 @@ const (
 	// DefaultPerPage and MaxPerPage are the API's page sizes.
 	DefaultPerPage = 20
 	MaxPerPage     = 100
+	// MaxPage is the last page the feed serves: past it the API answers
+	// 400, so that no one spends GitHub's rate limit on pages that are
+	// empty for any real repository.
+	MaxPage = 100
+	// CallsPerMinute is the most calls to GitHub the feed makes in a
+	// minute of the clock, for the whole deployment (a counter in the
+	// store that every instance shares).
+	CallsPerMinute = 30
 )
 
 // Source is where releases come from: *upstream.GitHub.
@@ -91,6 +99,10 @@ type Service struct {
 	mu sync.Mutex
 	// limitedUntil is when GitHub's rate limit lifts: no call before it.
 	limitedUntil time.Time
+	// flights are the calls to GitHub under way, by cache key: a miss of
+	// a page that is being fetched waits for that call and shares its
+	// answer, so one page is fetched by one call at a time.
+	flights map[string]*flight
 	// fresh holds, by cache key, the pages this instance stored or read
 	// from the cache, decoded: while one is younger than TTL it is answered
 	// without reading the store, gunzipping and decoding it again.
@@ -114,8 +126,30 @@ func NewService(source Source, cache sshdeck.CacheStore, log *slog.Logger, now f
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{source: source, cache: cache, log: log, now: now, fresh: map[string]remembered{}}
+	return &Service{source: source, cache: cache, log: log, now: now, fresh: map[string]remembered{}, flights: map[string]*flight{}}
 }
+
+// flight is one call to GitHub for a page, and its answer once done is
+// closed.
+type flight struct {
+	done  chan struct{}
+	items []Item
+	err   error
+	// callers counts the requests that asked for this call (the tests
+	// wait for all of theirs to share one).
+	callers int
+}
+
+// BudgetError is the answer when the deployment has made CallsPerMinute
+// calls to GitHub this minute and has no copy of the page to serve
+// instead: RateLimited, with when to try again.
+type BudgetError struct {
+	Err        *sshdeck.Error
+	RetryAfter time.Duration
+}
+
+func (e *BudgetError) Error() string { return e.Err.Error() }
+func (e *BudgetError) Unwrap() error { return e.Err }
 
 // cached is what the cache holds of a page: gzipped JSON, as release notes
 // are long markdown that compresses well, and a DynamoDB item is 400 KB.
@@ -127,7 +161,7 @@ type cached struct {
 // caller (1.., 1..MaxPerPage). The items of an answer may be shared with
 // other answers: they are read only.
 func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
-	key := "releases/" + s.source.Repo() + "/" + strconv.Itoa(page) + "/" + strconv.Itoa(perPage)
+	key := s.key(page, perPage)
 	now := s.now()
 	if r, ok := s.recall(key, now); ok {
 		return s.feed(page, perPage, r.items, r.storedAt, now, true), nil
@@ -137,7 +171,7 @@ func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
 		s.remember(key, remembered{items: items, storedAt: entry.StoredAt})
 		return s.feed(page, perPage, items, entry.StoredAt, now, true), nil
 	}
-	fresh, err := s.fetch(ctx, page, perPage, now)
+	fresh, err := s.fetchOnce(ctx, key, page, perPage, now)
 	if err != nil {
 		if entry != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "releases: serving a stale page", slog.String("error", err.Error()))
@@ -145,10 +179,48 @@ func (s *Service) Page(ctx context.Context, page, perPage int) (*Feed, error) {
 		}
 		return nil, err
 	}
-	if s.store(ctx, key, fresh, now) {
-		s.remember(key, remembered{items: fresh, storedAt: now})
-	}
 	return s.feed(page, perPage, fresh, now, now, false), nil
+}
+
+// fetchOnce fetches the page and caches it, or, when a call for the page
+// is under way in this instance, waits for that call and answers what it
+// got. The call does not end with the request that started it (nor does
+// it outlive the client's own timeout): the others waiting for it would
+// fail with it.
+func (s *Service) fetchOnce(ctx context.Context, key string, page, perPage int, now time.Time) ([]Item, error) {
+	s.mu.Lock()
+	f, waiting := s.flights[key]
+	if !waiting {
+		f = &flight{done: make(chan struct{})}
+		s.flights[key] = f
+	}
+	f.callers++
+	s.mu.Unlock()
+	if !waiting {
+		go func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.flights, key)
+				s.mu.Unlock()
+				close(f.done)
+			}()
+			callCtx := context.WithoutCancel(ctx)
+			if f.items, f.err = s.fetch(callCtx, page, perPage, now); f.err == nil && s.store(callCtx, key, f.items, now) {
+				s.remember(key, remembered{items: f.items, storedAt: now})
+			}
+		}()
+	}
+	select {
+	case <-f.done:
+		return f.items, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// key is the page's cache key.
+func (s *Service) key(page, perPage int) string {
+	return "releases/" + s.source.Repo() + "/" + strconv.Itoa(page) + "/" + strconv.Itoa(perPage)
 }
 
 // recall returns the page remembered under key while it is younger than
@@ -199,6 +271,9 @@ func (s *Service) fetch(ctx context.Context, page, perPage int, now time.Time) (
 	if now.Before(until) {
 		return nil, sshdeck.Errorf(sshdeck.Upstream, "GitHub's rate limit is reached until %s", until.UTC().Format(time.RFC3339))
 	}
+	if err := s.spend(ctx, now); err != nil {
+		return nil, err
+	}
 	releases, err := s.source.Releases(ctx, page, perPage)
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: GitHub failed", slog.String("error", err.Error()))
@@ -209,6 +284,29 @@ func (s *Service) fetch(ctx context.Context, page, perPage int, now time.Time) (
 		items = append(items, item(r))
 	}
 	return items, nil
+}
+
+// spend counts a call to GitHub against the deployment's CallsPerMinute
+// of the current minute: a BudgetError when they are spent. A store that
+// cannot count lets the call through (logged): the budget spares GitHub's
+// rate limit, which GitHub enforces anyway, and is not worth failing the
+// feed for.
+func (s *Service) spend(ctx context.Context, now time.Time) error {
+	minute := now.UTC().Truncate(time.Minute)
+	key := "releases-calls/" + minute.Format("2006-01-02T15:04")
+	added, err := s.cache.CountBelow(ctx, key, CallsPerMinute, minute.Add(2*time.Minute))
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases: the calls to GitHub could not be counted", slog.String("error", err.Error()))
+		return nil
+	}
+	if !added {
+		retry := minute.Add(time.Minute).Sub(now)
+		return &BudgetError{
+			Err:        sshdeck.Errorf(sshdeck.RateLimited, "the releases feed has asked GitHub %d times this minute, the most it may; try again in %d s", CallsPerMinute, int(retry.Seconds()+0.999)),
+			RetryAfter: retry,
+		}
+	}
+	return nil
 }
 
 // upstreamError says what went wrong with GitHub, in a sentence for the

@@ -29,4 +29,11 @@ type CacheStore interface {
 	// PutCacheEntry stores e, replacing the entry at its key. TooLarge when
 	// the value is over MaxCacheValue.
 	PutCacheEntry(ctx context.Context, e *CacheEntry) error
+	// CountBelow adds one to the counter at key unless it has reached
+	// limit already, and reports whether it added: one conditional
+	// increment, so that every instance of a deployment shares the count
+	// and concurrent calls never take it past limit. A counter starts at
+	// 0; the store may forget it after keepUntil. Counter keys are apart
+	// from the entries' keys: give them a prefix of their own.
+	CountBelow(ctx context.Context, key string, limit int, keepUntil time.Time) (bool, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -45,6 +46,42 @@ func (s *Store) CacheEntry(ctx context.Context, key string, now time.Time) (*ssh
 		return nil, sshdeck.Errorf(sshdeck.NotFound, "no cache entry %q", key)
 	}
 	return e, nil
+}
+
+// attrBudget is the count of a budget item (CountBelow).
+const attrBudget = "n"
+
+// CountBelow adds one to the counter item at the key (its own partition,
+// like a cache entry's) in one UpdateItem, conditioned on the count being
+// below limit (or absent: ADD starts it at 0): DynamoDB applies concurrent
+// updates of an item one at a time, so the count never passes limit. A
+// refused increment is a failed condition, answered false. The item is
+// key (S), n (N), ttl (N, keepUntil) and sv.
+func (s *Store) CountBelow(ctx context.Context, key string, limit int, keepUntil time.Time) (bool, error) {
+	values := map[string]types.AttributeValue{
+		":one": num(1), ":limit": num(int64(limit)), ":key": str(key), ":sv": num(schemaVersion),
+	}
+	names := map[string]string{"#n": attrBudget, "#key": "key", "#sv": attrSchemaVersion}
+	update := "ADD #n :one SET #key = :key, #sv = :sv"
+	if ttl, ok := expiryTTL(keepUntil); ok {
+		update += ", #ttl = :ttl"
+		names["#ttl"], values[":ttl"] = attrTTL, ttl
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       cacheKey(key).attrs(),
+		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :limit"),
+		UpdateExpression:          aws.String(update),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap("count", err)
+	}
+	return true, nil
 }
 
 // cacheAttrs is a cache entry as stored (PutCacheEntry adds ttl): key (S),

@@ -106,7 +106,31 @@ func TestCallCounts(t *testing.T) {
 		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"TokenByHash", func() error { _, err := s.TokenByHash(ctx, "h-1"); return err }, "", map[string]int{"GetItem": 1}},
 		{"Tokens", func() error { _, err := s.Tokens(ctx, "u-1"); return err }, "", map[string]int{"Query": 1}},
-		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 1, "UpdateItem": 1}},
+		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
+		{"RevokeToken again", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2}},
+		{"CreateTokenWithin", func() error {
+			return s.CreateTokenWithin(ctx, &sshdeck.Token{ID: "t-2", UserID: "u-1", Hash: "h-2", CreatedAt: now}, 1)
+		}, "", map[string]int{"GetItem": 1, "Query": 1, "TransactWriteItems": 1}},
+		{"CreateTokenWithin past the limit", func() error {
+			return s.CreateTokenWithin(ctx, &sshdeck.Token{ID: "t-3", UserID: "u-1", Hash: "h-3", CreatedAt: now}, 1)
+		}, sshdeck.LimitExceeded, map[string]int{"GetItem": 1, "Query": 1}},
+		{"UpdateUser", func() error {
+			yes := true
+			_, err := s.UpdateUser(ctx, "u-1", sshdeck.UserChange{Disabled: &yes})
+			return err
+		}, "", map[string]int{"GetItem": 1, "TransactWriteItems": 1}},
+		{"CreateTokenWithin for a disabled user", func() error {
+			return s.CreateTokenWithin(ctx, &sshdeck.Token{ID: "t-3", UserID: "u-1", Hash: "h-3", CreatedAt: now}, 1)
+		}, sshdeck.Conflict, map[string]int{"GetItem": 1}},
+		// t-1 is revoked already; t-2 is listed (and not in the index
+		// yet, or already: minidyn's index is at once).
+		{"RevokeUserTokens", func() error {
+			revoked, err := s.RevokeUserTokens(ctx, "u-1", now)
+			if err == nil && len(revoked) != 1 {
+				err = fmt.Errorf("RevokeUserTokens revoked %d tokens, want 1", len(revoked))
+			}
+			return err
+		}, "", map[string]int{"Query": 2, "GetItem": 2, "TransactWriteItems": 1}},
 		{"Host", func() error { _, err := s.Host(ctx, "alice", 1); return err }, "", map[string]int{"GetItem": 1}},
 		{"Host absent", func() error { _, err := s.Host(ctx, "alice", 99); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err }, "", map[string]int{"Query": 1}},
@@ -182,6 +206,20 @@ func TestCallCounts(t *testing.T) {
 			return s.PutCacheEntry(ctx, e)
 		}, sshdeck.TooLarge, map[string]int{}},
 		{"CacheEntry", func() error { _, err := s.CacheEntry(ctx, "k", now); return err }, "", map[string]int{"GetItem": 1}},
+		{"CountBelow", func() error {
+			added, err := s.CountBelow(ctx, "calls/k", 1, now.Add(time.Minute))
+			if err == nil && !added {
+				err = fmt.Errorf("CountBelow did not add")
+			}
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
+		{"CountBelow at the limit", func() error {
+			added, err := s.CountBelow(ctx, "calls/k", 1, now.Add(time.Minute))
+			if err == nil && added {
+				err = fmt.Errorf("CountBelow added past the limit")
+			}
+			return err
+		}, "", map[string]int{"UpdateItem": 1}},
 		{"CacheEntry absent", func() error { _, err := s.CacheEntry(ctx, "other", now); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		// The owner's first tunnel: the transaction fails on the absent
 		// count, which is read, counted and put with the tunnel.

@@ -56,6 +56,20 @@ func tokenKey(hash string) key { return key{"TOKEN#" + hash, "TOKEN"} }
 
 func tokenIDKey(id string) key { return key{"TOKENID#" + id, "TOKENID"} }
 
+// userTokenSKPrefix starts the sort key of the items that list a user's
+// unrevoked tokens in the user's partition, beside the user item (USER)
+// and the dismissals (DISMISSED#), which it does not start.
+const userTokenSKPrefix = "TOKEN#"
+
+// userTokenKey is the item that lists the token in its user's partition
+// while it is not revoked: CreateTokenWithin counts these items with one
+// consistent Query (gsi1, which lists every token of the user, can only be
+// read eventually consistently), and RevokeToken deletes it in the
+// transaction that revokes the token.
+func userTokenKey(userID, tokenID string) key {
+	return key{userKey(userID).pk, userTokenSKPrefix + tokenID}
+}
+
 func ownerPK(owner string) string { return "OWNER#" + owner }
 
 // hostSKPrefix starts the sort key of every host item and of nothing else:

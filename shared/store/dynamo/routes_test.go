@@ -107,6 +107,7 @@ var callers = map[string][]string{
 
 	"PutCacheEntry": {"releases-feed"},
 	"CacheEntry":    {"releases-feed"},
+	"CountBelow":    {"releases-feed"},
 
 	"PutTunnel":          {"tunnel service"},
 	"CreateTunnel":       {"tunnel service"},

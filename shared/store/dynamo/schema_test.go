@@ -368,7 +368,9 @@ func TestSchema1Rewritten(t *testing.T) {
 // unchanged. The counts of quotas, which the dump predates, are additions
 // that readers of both versions ignore (README.md, "Counted kinds"): the
 // count attributes of the host-id counters and the items of the hosts'
-// counts of shortcuts are left out of the comparison.
+// counts of shortcuts are left out of the comparison, and so is the item
+// listing a token in its user's partition (USER#<id>, TOKEN#<token id>),
+// which came later within schema 2 and which no reader of schema 1 queries.
 func TestSchema2Items(t *testing.T) {
 	_, _, old := loadSchema1(t)
 	s, srv := start(t)
@@ -383,7 +385,8 @@ func TestSchema2Items(t *testing.T) {
 			counts[item["pk"].(*types.AttributeValueMemberS).Value] = item["n"].(*types.AttributeValueMemberN).Value
 			continue
 		}
-		if strings.HasSuffix(attr(item, "sk"), "#COUNT#SHORTCUT") {
+		if strings.HasSuffix(attr(item, "sk"), "#COUNT#SHORTCUT") ||
+			strings.HasPrefix(attr(item, "pk"), "S:USER#") && strings.HasPrefix(attr(item, "sk"), "S:TOKEN#") {
 			continue
 		}
 		delete(item, "count")

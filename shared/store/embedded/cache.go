@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,6 +42,38 @@ func (s *Store) PutCacheEntry(ctx context.Context, e *sshdeck.CacheEntry) error 
 		}
 		return putJSON(b, []byte(e.Key), cacheRecordOf(e))
 	})
+}
+
+// CountBelow keeps the counter in the cache bucket, as a cache record whose
+// value is the count in decimal: PutCacheEntry's purge forgets it after
+// keepUntil like an entry. Transactions are serial: no two calls pass the
+// limit together.
+func (s *Store) CountBelow(ctx context.Context, key string, limit int, keepUntil time.Time) (bool, error) {
+	added := false
+	err := s.update(ctx, "count", func(tx *bolt.Tx) error {
+		added = false
+		b := tx.Bucket(bucketCache)
+		var r cacheRecord
+		found, err := getJSON(b, []byte(key), &r)
+		if err != nil {
+			return err
+		}
+		n := 0
+		if found {
+			if n, err = strconv.Atoi(string(r.Value)); err != nil {
+				return fmt.Errorf("counter %q: %w", key, err)
+			}
+		}
+		if n >= limit {
+			return nil
+		}
+		added = true
+		return putJSON(b, []byte(key), &cacheRecord{Key: key, Value: []byte(strconv.Itoa(n + 1)), KeepUntil: keepUntil})
+	})
+	if err != nil {
+		return false, err
+	}
+	return added, nil
 }
 
 // cacheRecord is a cache entry as stored, JSON under the names of schema 2

@@ -17,20 +17,56 @@ func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
 	if t.ID == "" || t.UserID == "" || t.Hash == "" {
 		return errors.New("embedded: create token: id, user id and hash are required")
 	}
+	return s.update(ctx, "create token", func(tx *bolt.Tx) error { return putToken(tx, t) })
+}
+
+// CreateTokenWithin stores t unless its user is absent or disabled, or has
+// limit live tokens: the check and the put are one transaction, and
+// transactions are serial, so no concurrent create passes the limit. The
+// count scans every token: a local store holds few.
+func (s *Store) CreateTokenWithin(ctx context.Context, t *sshdeck.Token, limit int) error {
+	if t.ID == "" || t.UserID == "" || t.Hash == "" {
+		return errors.New("embedded: create token: id, user id and hash are required")
+	}
 	return s.update(ctx, "create token", func(tx *bolt.Tx) error {
-		tokens, hashes := tx.Bucket(bucketTokens), tx.Bucket(bucketTokenHashes)
-		if tokens.Get([]byte(t.ID)) != nil {
-			return sshdeck.Errorf(sshdeck.Conflict, "token %q exists", t.ID)
-		}
-		// The hash is not echoed: it identifies a live credential.
-		if hashes.Get([]byte(t.Hash)) != nil {
-			return sshdeck.Errorf(sshdeck.Conflict, "token hash exists")
-		}
-		if err := putJSON(tokens, []byte(t.ID), tokenRecordOf(t)); err != nil {
+		u, err := loadUser(tx, t.UserID)
+		if err != nil {
 			return err
 		}
-		return hashes.Put([]byte(t.Hash), []byte(t.ID))
+		if u.Disabled {
+			return sshdeck.Errorf(sshdeck.Conflict, "user %q is disabled", u.Name)
+		}
+		live := 0
+		err = forEachJSON(tx.Bucket(bucketTokens), func(r *tokenRecord) error {
+			if r.UserID == t.UserID && !r.Revoked && !r.token().Expired(t.CreatedAt) {
+				live++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if live >= limit {
+			return sshdeck.Errorf(sshdeck.LimitExceeded, "user %q has %d tokens that are neither revoked nor expired, the most one may have (the limit of tokens per user); revoke one first", u.Name, live)
+		}
+		return putToken(tx, t)
 	})
+}
+
+// putToken puts t at its id and its hash; Conflict when either exists.
+func putToken(tx *bolt.Tx, t *sshdeck.Token) error {
+	tokens, hashes := tx.Bucket(bucketTokens), tx.Bucket(bucketTokenHashes)
+	if tokens.Get([]byte(t.ID)) != nil {
+		return sshdeck.Errorf(sshdeck.Conflict, "token %q exists", t.ID)
+	}
+	// The hash is not echoed: it identifies a live credential.
+	if hashes.Get([]byte(t.Hash)) != nil {
+		return sshdeck.Errorf(sshdeck.Conflict, "token hash exists")
+	}
+	if err := putJSON(tokens, []byte(t.ID), tokenRecordOf(t)); err != nil {
+		return err
+	}
+	return hashes.Put([]byte(t.Hash), []byte(t.ID))
 }
 
 // TokenByHash returns the token with the hash; NotFound when absent.
@@ -70,6 +106,40 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (*sshd
 		return nil, err
 	}
 	return t, nil
+}
+
+// RevokeUserTokens revokes every unrevoked token of the user in one
+// transaction.
+func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*sshdeck.Token, error) {
+	revoked := []*sshdeck.Token{}
+	err := s.update(ctx, "revoke user tokens", func(tx *bolt.Tx) error {
+		revoked = revoked[:0] // a group commit may run this again
+		b := tx.Bucket(bucketTokens)
+		err := forEachJSON(b, func(r *tokenRecord) error {
+			if r.UserID == userID && !r.Revoked {
+				t := r.token()
+				t.Revoked, t.RevokedAt = true, at
+				revoked = append(revoked, t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, t := range revoked {
+			if err := putJSON(b, []byte(t.ID), tokenRecordOf(t)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(revoked, func(a, b *sshdeck.Token) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return revoked, nil
 }
 
 // Tokens returns the user's tokens ordered by creation time, then id. It scans

@@ -83,6 +83,29 @@ func (s *Store) Users(ctx context.Context) ([]*sshdeck.User, error) {
 	return users, nil
 }
 
+// UpdateUser applies the change to the user in one transaction. The
+// usernames index holds the id only: a change of flags leaves it alone.
+func (s *Store) UpdateUser(ctx context.Context, id string, change sshdeck.UserChange) (*sshdeck.User, error) {
+	var u *sshdeck.User
+	err := s.update(ctx, "update user", func(tx *bolt.Tx) error {
+		var err error
+		if u, err = loadUser(tx, id); err != nil {
+			return err
+		}
+		if change.Disabled != nil {
+			u.Disabled = *change.Disabled
+		}
+		if change.Admin != nil {
+			u.Admin = *change.Admin
+		}
+		return putJSON(tx.Bucket(bucketUsers), []byte(id), userRecordOf(u))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
 func loadUser(tx *bolt.Tx, id string) (*sshdeck.User, error) {
 	var r userRecord
 	ok, err := getJSON(tx.Bucket(bucketUsers), []byte(id), &r)
@@ -95,20 +118,23 @@ func loadUser(tx *bolt.Tx, id string) (*sshdeck.User, error) {
 	return r.user(), nil
 }
 
-// userRecord is a user as stored, JSON under the names of schema 1.
+// userRecord is a user as stored, JSON under the names of schema 1, and
+// disabled (left out when false, so that an enabled user is the record
+// of schema 1 as it was; a file of an older sshdeck reads as enabled).
 type userRecord struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	Admin     bool      `json:"admin"`
+	Disabled  bool      `json:"disabled,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
 func (*userRecord) jsonRecord() {}
 
 func userRecordOf(u *sshdeck.User) *userRecord {
-	return &userRecord{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt}
+	return &userRecord{ID: u.ID, Name: u.Name, Admin: u.Admin, Disabled: u.Disabled, CreatedAt: u.CreatedAt}
 }
 
 func (r *userRecord) user() *sshdeck.User {
-	return &sshdeck.User{ID: r.ID, Name: r.Name, Admin: r.Admin, CreatedAt: r.CreatedAt}
+	return &sshdeck.User{ID: r.ID, Name: r.Name, Admin: r.Admin, Disabled: r.Disabled, CreatedAt: r.CreatedAt}
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,4 +44,55 @@ func testCacheRoundTrip(t *testing.T, s sshdeck.Store) {
 
 	big := &sshdeck.CacheEntry{Key: "big", Value: make([]byte, sshdeck.MaxCacheValue+1), StoredAt: base, KeepUntil: base.Add(time.Hour)}
 	wantCode(t, s.PutCacheEntry(ctx, big), sshdeck.TooLarge, "PutCacheEntry over MaxCacheValue")
+}
+
+func testCacheCount(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	keep := base.Add(2 * time.Minute)
+	for i := range 4 {
+		added, err := s.CountBelow(ctx, "calls/a", 3, keep)
+		must(t, err, "CountBelow")
+		if added != (i < 3) {
+			t.Fatalf("CountBelow #%d under a limit of 3: added %t", i+1, added)
+		}
+	}
+	added, err := s.CountBelow(ctx, "calls/a", 4, keep)
+	must(t, err, "CountBelow")
+	if !added {
+		t.Fatal("CountBelow under a higher limit did not add")
+	}
+	added, err = s.CountBelow(ctx, "calls/b", 1, keep)
+	must(t, err, "CountBelow")
+	if !added {
+		t.Fatal("another counter is not the first's")
+	}
+	// Concurrent counts never pass the limit together.
+	const limit, racers = 4, 12
+	results := make(chan error, racers)
+	var mu sync.Mutex
+	counted := 0
+	for range racers {
+		go func() {
+			added, err := s.CountBelow(ctx, "calls/c", limit, keep)
+			if added {
+				mu.Lock()
+				counted++
+				mu.Unlock()
+			}
+			results <- err
+		}()
+	}
+	for range racers {
+		must(t, <-results, "a racing CountBelow")
+	}
+	if counted != limit {
+		t.Fatalf("%d racing counts added under a limit of %d", counted, limit)
+	}
+	// A counter is not a cache entry, and a cache entry's put leaves it.
+	must(t, s.PutCacheEntry(ctx, &sshdeck.CacheEntry{Key: "releases/o/r/1/20", Value: []byte("x"), StoredAt: base, KeepUntil: base.Add(time.Hour)}), "PutCacheEntry")
+	added, err = s.CountBelow(ctx, "calls/c", limit, keep)
+	must(t, err, "CountBelow")
+	if added {
+		t.Fatal("a cache entry's put reset a counter")
+	}
 }

@@ -69,3 +69,41 @@ func testUsersOrderedByName(t *testing.T, s sshdeck.Store) {
 		sameUser(t, got[i], want[i], "Users["+want[i].Name+"]")
 	}
 }
+
+func testUserUpdate(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	alice := newUser("u-1", "alice", false)
+	must(t, s.CreateUser(ctx, alice), "CreateUser")
+	must(t, s.CreateUser(ctx, newUser("u-2", "bob", false)), "CreateUser")
+	yes, no := true, false
+
+	got, err := s.UpdateUser(ctx, "u-1", sshdeck.UserChange{Disabled: &yes})
+	must(t, err, "UpdateUser disabled")
+	want := *alice
+	want.Disabled = true
+	sameUser(t, got, &want, "UpdateUser's answer")
+	got, err = s.UpdateUser(ctx, "u-1", sshdeck.UserChange{Admin: &yes})
+	must(t, err, "UpdateUser admin")
+	want.Admin = true
+	sameUser(t, got, &want, "UpdateUser of the other flag keeps the first")
+	for what, get := range map[string]func() (*sshdeck.User, error){
+		"User":       func() (*sshdeck.User, error) { return s.User(ctx, "u-1") },
+		"UserByName": func() (*sshdeck.User, error) { return s.UserByName(ctx, "alice") },
+		"Users":      func() (*sshdeck.User, error) { us, err := s.Users(ctx); return us[0], err },
+	} {
+		got, err := get()
+		must(t, err, what)
+		sameUser(t, got, &want, what+" after UpdateUser")
+	}
+	got, err = s.UpdateUser(ctx, "u-1", sshdeck.UserChange{Disabled: &no, Admin: &no})
+	must(t, err, "UpdateUser back")
+	sameUser(t, got, alice, "UpdateUser back")
+	got, err = s.UpdateUser(ctx, "u-1", sshdeck.UserChange{})
+	must(t, err, "UpdateUser of nothing")
+	sameUser(t, got, alice, "UpdateUser of nothing")
+	bob, err := s.UserByName(ctx, "bob")
+	must(t, err, "UserByName")
+	sameUser(t, bob, newUser("u-2", "bob", false), "another user")
+	_, err = s.UpdateUser(ctx, "nobody", sshdeck.UserChange{Disabled: &yes})
+	wantCode(t, err, sshdeck.NotFound, "UpdateUser of an absent user")
+}

@@ -71,7 +71,9 @@ var routeActions = map[string][]string{
 	"publish-alert": {putItem},        // CreateAlert
 	"delete-alert":  {deleteItem},     // DeleteAlert
 
-	"releases-feed": {getItem, putItem}, // CacheEntry, PutCacheEntry
+	// CacheEntry, CountBelow (the deployment's calls to GitHub this
+	// minute) and PutCacheEntry.
+	"releases-feed": {getItem, putItem, updateItem},
 }
 
 // RouteActions returns the DynamoDB actions ("dynamodb:GetItem") that the
