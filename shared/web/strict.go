@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -26,33 +27,31 @@ func Authorization(r *http.Request) (string, error) {
 // CleanPath reports whether a request path is in the one form the routers
 // match: no dot segment ("." or "..", escaped or not: %2e%2e) and no empty
 // segment ("//"). net/http's ServeMux answers any other path with a
-// redirect to its cleaned form (HTML, 307), and a Lambda function would
-// route it as it is; the services answer it 404 in the contract's body
-// instead (WithRequest), so that no path means two things.
+// redirect to its cleaned form (HTML, 307), or routes %2e%2e as a value,
+// and a Lambda function would route it as it is; the services answer it
+// 404 in the contract's body instead (WithRequest), so that no path means
+// two things. Segments are those of the escaped path, as the mux sees
+// them: an escaped slash is part of a segment ("team%2F.." names the
+// tunnel "team/.."), not a separator.
 func CleanPath(r *http.Request) bool {
 	if r.Method == http.MethodConnect {
 		return true // CONNECT's target is not a path; the mux routes it to 404 or 405 as is
 	}
-	return cleanSegments(r.URL.Path) && cleanSegments(r.URL.EscapedPath())
-}
-
-func cleanSegments(p string) bool {
+	p := r.URL.EscapedPath()
 	if p == "" || p == "/" {
 		return true
 	}
 	if p[0] != '/' {
 		return false
 	}
-	// Every segment but the first (the empty one before the leading slash)
-	// and the last (empty after a trailing slash, which routes name) must
-	// be non-empty and not a dot segment.
+	// Every segment but the last (empty after a trailing slash, which
+	// routes name) must be non-empty, and none a dot segment.
 	segments := strings.Split(p[1:], "/")
 	for i, s := range segments {
-		switch {
-		case s == "" && i < len(segments)-1,
-			s == "." || s == "..",
-			strings.EqualFold(s, "%2e") || strings.EqualFold(s, "%2e%2e"),
-			strings.EqualFold(s, ".%2e") || strings.EqualFold(s, "%2e."):
+		if s == "" && i < len(segments)-1 {
+			return false
+		}
+		if u, err := url.PathUnescape(s); err == nil && (u == "." || u == "..") || s == "." || s == ".." {
 			return false
 		}
 	}
