@@ -56,6 +56,13 @@ type TunnelInput struct {
 	AutoStart     bool   `json:"autoStart"`
 }
 
+// Validate checks the input's fields on their own, as Create and Update
+// do before they read the store.
+func (in *Input) Validate() error {
+	_, err := in.config()
+	return err
+}
+
 // config checks the input's fields on their own and returns the
 // configuration they describe, with defaults applied. authType stays empty
 // when absent: it is inferred once the credentials are known.
