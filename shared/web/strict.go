@@ -37,11 +37,13 @@ func CleanPath(r *http.Request) bool {
 	if r.Method == http.MethodConnect {
 		return true // CONNECT's target is not a path; the mux routes it to 404 or 405 as is
 	}
+	// No path at all is not the root: "GET //healthz" reads as the host
+	// "healthz" and an empty path, which the mux redirects to "/".
 	p := r.URL.EscapedPath()
-	if p == "" || p == "/" {
+	if p == "/" {
 		return true
 	}
-	if p[0] != '/' {
+	if p == "" || p[0] != '/' {
 		return false
 	}
 	// Every segment but the last (empty after a trailing slash, which
