@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -70,7 +71,7 @@ func (s *Service) Publish(ctx context.Context, in *Input) (*sshdeck.Alert, error
 		}
 		a.ExpiresAt = t.UTC()
 	}
-	if err := check(a, now); err != nil {
+	if err := checkAlert(a, now); err != nil {
 		return nil, err
 	}
 	if err := s.store.CreateAlert(ctx, a); err != nil {
@@ -123,6 +124,9 @@ func (s *Service) Dismiss(ctx context.Context, userID, alertID string) error {
 	if len(alertID) > sshdeck.MaxAlertID {
 		return sshdeck.Errorf(sshdeck.Invalid, "alertId: at most %d bytes", sshdeck.MaxAlertID)
 	}
+	if err := check.Plain("alertId", alertID, ""); err != nil {
+		return err
+	}
 	now := s.now()
 	all, err := s.all(ctx, now)
 	if err != nil {
@@ -169,8 +173,8 @@ func (s *Service) all(ctx context.Context, now time.Time) ([]*sshdeck.Alert, err
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
-// check reports the first field of a that may not be published at now.
-func check(a *sshdeck.Alert, now time.Time) error {
+// checkAlert reports the first field of a that may not be published at now.
+func checkAlert(a *sshdeck.Alert, now time.Time) error {
 	switch {
 	case a.Title == "":
 		return sshdeck.Errorf(sshdeck.Invalid, "title is required")
@@ -195,5 +199,11 @@ func check(a *sshdeck.Alert, now time.Time) error {
 	case a.ActionText != "" && a.ActionURL == "":
 		return sshdeck.Errorf(sshdeck.Invalid, "actionText: needs an actionUrl to act on")
 	}
-	return nil
+	// The message may span lines; the other texts are one line.
+	return check.First(
+		check.Plain("title", a.Title, ""),
+		check.Plain("message", a.Message, "\r\n\t"),
+		check.Plain("actionText", a.ActionText, ""),
+		check.Plain("actionUrl", a.ActionURL, ""),
+	)
 }

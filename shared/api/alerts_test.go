@@ -53,7 +53,7 @@ func TestAlerts(t *testing.T) {
 		t.Fatalf("no alerts: %d %s", got.Status, got.Body)
 	}
 	resp := e.sendJSON("POST", e.root, "/alerts", map[string]any{
-		"title": "Upgrade", "message": "Version 2 is out.", "expiresAt": e.clock().Add(48 * time.Hour).Format(time.RFC3339),
+		"title": "Upgrade", "message": "Version 2 is out.\n\tSee the notes.", "expiresAt": e.clock().Add(48 * time.Hour).Format(time.RFC3339),
 		"type": "success", "actionUrl": "https://example.com/v2", "actionText": "Read more", "id": "mine", "createdAt": "2000-01-01T00:00:00Z",
 	})
 	var full sshdeck.Alert
@@ -138,6 +138,9 @@ func TestAlertRequestsRefused(t *testing.T) {
 		{`{"title":"` + strings.Repeat("t", 201) + `","expiresAt":"` + future + `"}`, "title: at most 200"},
 		{`{"title":"t","message":"` + strings.Repeat("m", 4001) + `","expiresAt":"` + future + `"}`, "message: at most 4000"},
 		{`{"title":`, "truncated JSON"},
+		{`{"title":"a\u001b[2Jb","expiresAt":"` + future + `"}`, "title must not contain control characters"},
+		{`{"title":"t","message":"a\u0000","expiresAt":"` + future + `"}`, "message must not contain control characters"},
+		{`{"title":"t","actionUrl":"https://x/","actionText":"Go\n","expiresAt":"` + future + `"}`, "actionText must not contain control characters"},
 	} {
 		resp := e.sendJSON("POST", e.root, "/alerts", []byte(tc.body))
 		if resp.Status != 400 || !strings.Contains(string(resp.Body), tc.says) {
@@ -156,6 +159,7 @@ func TestAlertRequestsRefused(t *testing.T) {
 		{`{"alertId":7}`, 400},
 		{`{"alertId":"` + strings.Repeat("a", 129) + `"}`, 400},
 		{`{"alertId":"alr_unknown"}`, 404},
+		{`{"alertId":"alr\u0000"}`, 400},
 	} {
 		if resp := e.sendJSON("POST", e.alice, "/alerts/dismiss", []byte(tc.body)); resp.Status != tc.status {
 			t.Errorf("dismiss %s: %d %s, want %d", tc.body, resp.Status, resp.Body, tc.status)

@@ -177,7 +177,11 @@ func (s *Server) route(route routes.Route) http.Handler {
 // put into its context. No caller is always 401, whatever is in front.
 func (s *Server) caller(r *http.Request) (sshdeck.Principal, error) {
 	if s.cfg.Authenticator != nil {
-		return s.cfg.Authenticator.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		header, err := web.Authorization(r)
+		if err != nil {
+			return sshdeck.Principal{}, err
+		}
+		return s.cfg.Authenticator.Authenticate(r.Context(), header)
 	}
 	if p, ok := sshdeck.PrincipalFromContext(r.Context()); ok {
 		return p, nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -70,6 +71,11 @@ func decodeMultipartHost(r *http.Request, in *hosts.Input) error {
 			data, err := readPart(part, "key", sshdeck.MaxKeySize)
 			if err != nil {
 				return err
+			}
+			// A key is text (PEM, OpenSSH); the PEM parser would skip
+			// bytes around the block that the record would then hold.
+			if !utf8.Valid(data) {
+				return sshdeck.Errorf(sshdeck.Invalid, "key part is not valid UTF-8 text: send the key file as it is")
 			}
 			// A browser sends an empty part for a file input left empty:
 			// that is no key, not a cleared one.

@@ -79,8 +79,19 @@ func (a *Authorizer) Handle(ctx context.Context, event events.APIGatewayCustomAu
 }
 
 // authorizationHeader finds the header whatever its case: API Gateway passes
-// header names as the client sent them.
+// header names as the client sent them. Two Authorization headers give a
+// value that is no token ("" : 401), as web.Authorization answers both
+// services when they check tokens themselves.
 func authorizationHeader(event events.APIGatewayCustomAuthorizerRequestTypeRequest) string {
+	n := 0
+	for name, vs := range event.MultiValueHeaders {
+		if strings.EqualFold(name, "Authorization") {
+			n += len(vs)
+		}
+	}
+	if n > 1 {
+		return ""
+	}
 	for name, v := range event.Headers {
 		if strings.EqualFold(name, "Authorization") {
 			return v

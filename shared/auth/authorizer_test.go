@@ -78,7 +78,19 @@ func TestAuthorizerDeniesWithUnauthorized(t *testing.T) {
 			t.Fatalf("%s: got %v, want the error Unauthorized", name, err)
 		}
 	}
-	for _, secret := range []string{revoked, unknown} {
+	// Two Authorization headers are 401, even when one holds a valid
+	// token, as web.Authorization answers where the services check tokens.
+	valid, _, _ := admin.CreateToken(ctx, "ops", "", 0)
+	for _, multi := range []map[string][]string{
+		{"Authorization": {"Bearer " + valid, "Bearer " + unknown}},
+		{"Authorization": {"Bearer " + valid}, "authorization": {"Bearer " + valid}},
+	} {
+		headers := map[string]string{"Authorization": "Bearer " + valid}
+		if _, err := a.Handle(ctx, authorizerEvent(headers, multi)); err == nil || err.Error() != "Unauthorized" {
+			t.Fatalf("two headers %v: got %v, want the error Unauthorized", multi, err)
+		}
+	}
+	for _, secret := range []string{revoked, unknown, valid} {
 		if strings.Contains(logs.String(), secret) {
 			t.Fatalf("the log holds a token: %s", logs.String())
 		}

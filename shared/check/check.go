@@ -77,3 +77,22 @@ func Text(field, s string, min, max int, noSpace bool) error {
 	}
 	return nil
 }
+
+// Plain checks that s holds no control character (C0, DEL, C1) but those
+// in allow: "\n\t" for a text that may span lines. Text does this for the
+// fields it checks; Plain is for those that take any length or form, as
+// passwords do.
+func Plain(field, s, allow string) error {
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && !strings.ContainsRune(allow, r) }) >= 0 {
+		return Invalid("%s must not contain control characters", field)
+	}
+	return nil
+}
+
+// PlainPtr is Plain of an optional field; nil passes.
+func PlainPtr(field string, s *string, allow string) error {
+	if s == nil {
+		return nil
+	}
+	return Plain(field, *s, allow)
+}

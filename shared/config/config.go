@@ -39,8 +39,8 @@ const (
 	GitHubToken = "SSHDECK_GITHUB_TOKEN"
 	// AlertsURL is a remote JSON list of alerts.
 	AlertsURL = "SSHDECK_ALERTS_URL"
-	// TunnelDenyCIDRs are the ranges tunnels never dial, replacing the
-	// default ones.
+	// TunnelDenyCIDRs are ranges the tunnel service never dials itself (a
+	// tunnel's source), added to those it always denies (tunnel.AlwaysDeny).
 	TunnelDenyCIDRs = "SSHDECK_TUNNEL_DENY_CIDRS"
 	// TunnelLeaseTTL is how long a dead replica's autoStart tunnels wait
 	// before another replica takes them over.

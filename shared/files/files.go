@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -238,6 +239,9 @@ func (s *Service) entry(owner string, kind sshdeck.FileKind, in *Input) (*sshdec
 	case utf8.RuneCountInString(in.SSHSessionID) > MaxSessionID:
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "sshSessionId: at most %d characters", MaxSessionID)
 	}
+	if err := check.First(check.Plain("name", name, ""), check.Plain("sshSessionId", in.SSHSessionID, "")); err != nil {
+		return nil, err
+	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	e := &sshdeck.FileEntry{
 		Owner: owner, HostID: *in.HostID, Kind: kind, Path: in.Path, Name: name,
@@ -255,10 +259,11 @@ func checkPath(path string) error {
 		return sshdeck.Errorf(sshdeck.Invalid, "path is required")
 	case utf8.RuneCountInString(path) > MaxPath:
 		return sshdeck.Errorf(sshdeck.Invalid, "path: at most %d characters", MaxPath)
-	case strings.ContainsRune(path, 0):
-		return sshdeck.Errorf(sshdeck.Invalid, "path: must not contain a NUL character")
 	}
-	return nil
+	// A file name may hold a newline or an escape on the host, but a path
+	// holding one would be shown to (or pasted into a terminal by) the
+	// file manager as something else.
+	return check.Plain("path", path, "")
 }
 
 // baseName is the last segment of a path, trailing slashes aside; the root

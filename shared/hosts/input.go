@@ -56,6 +56,13 @@ type TunnelInput struct {
 	AutoStart     bool   `json:"autoStart"`
 }
 
+// Validate checks the input's fields on their own, as Create and Update
+// do before they read the store.
+func (in *Input) Validate() error {
+	_, err := in.config()
+	return err
+}
+
 // config checks the input's fields on their own and returns the
 // configuration they describe, with defaults applied. authType stays empty
 // when absent: it is inferred once the credentials are known.
@@ -84,13 +91,17 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 	}
 	checks := []error{
 		check.Text("name", c.Name, 0, maxName, false),
-		check.Text("ip", c.IP, 1, sshdeck.MaxHostName, true),
+		check.Address("ip", c.IP),
 		check.Port("port", c.Port),
 		check.Text("username", c.Username, 1, sshdeck.MaxUsername, true),
 		check.Text("folder", c.Folder, 0, maxFolder, false),
 		check.Text("defaultPath", c.DefaultPath, 1, maxPath, false),
 		check.Limit("password", in.Password, sshdeck.MaxPassword),
+		check.PlainPtr("password", in.Password, ""),
 		check.Limit("keyPassword", in.KeyPassword, sshdeck.MaxKeyPassword),
+		check.PlainPtr("keyPassword", in.KeyPassword, ""),
+		// A key spans lines (PEM, OpenSSH): line ends and tabs pass.
+		check.PlainPtr("key", in.Key, "\r\n\t"),
 	}
 	switch c.AuthType {
 	case "", sshdeck.AuthPassword, sshdeck.AuthKey, sshdeck.AuthNone:
@@ -137,7 +148,7 @@ func (t *TunnelInput) connection(field string) (sshdeck.TunnelConnection, error)
 	for _, err := range []error{
 		check.Port(field+".sourcePort", tc.SourcePort),
 		check.Port(field+".endpointPort", tc.EndpointPort),
-		check.Text(field+".endpointHost", tc.EndpointHost, 1, sshdeck.MaxHostName, true),
+		check.HostRef(field+".endpointHost", tc.EndpointHost),
 		check.Between(field+".maxRetries", tc.MaxRetries, 0, sshdeck.MaxTunnelRetries),
 		check.Between(field+".retryInterval", tc.RetryInterval, 1, maxTunnelInterval),
 	} {

@@ -4,6 +4,8 @@
 package sshkey
 
 import (
+	"bytes"
+	"encoding/pem"
 	"errors"
 	"slices"
 
@@ -14,6 +16,13 @@ import (
 
 // Auto lets the key say what algorithm it is.
 const Auto = "auto"
+
+// MaxKDFRounds is the most bcrypt rounds an encrypted OpenSSH key may ask
+// for. Decrypting costs CPU in proportion to them, on every parse (a
+// request, each dial of a tunnel): ssh-keygen's default is 16 and -a 100
+// a common choice, while x/crypto/ssh takes up to 2048, seconds of CPU
+// that one request could make the service spend twice.
+const MaxKDFRounds = 128
 
 // algorithms maps every accepted keyType to the key type ssh reports for it:
 // signature algorithms of RSA (rsa-sha2-*) are RSA keys.
@@ -58,6 +67,9 @@ func Parse(key, passphrase, keyType string) (ssh.Signer, error) {
 		if passphrase == "" {
 			return nil, sshdeck.Errorf(sshdeck.Invalid, "key is encrypted: keyPassword is required")
 		}
+		if rounds := bcryptRounds(key); rounds > MaxKDFRounds {
+			return nil, sshdeck.Errorf(sshdeck.Invalid, "key is encrypted with %d bcrypt rounds; at most %d are accepted (ssh-keygen's default is 16): re-encrypt it with ssh-keygen -p -a 64", rounds, MaxKDFRounds)
+		}
 		signer, err = ssh.ParsePrivateKeyWithPassphrase([]byte(key), []byte(passphrase))
 		if err != nil {
 			return nil, sshdeck.Errorf(sshdeck.Invalid, "key cannot be decrypted with keyPassword")
@@ -70,4 +82,33 @@ func Parse(key, passphrase, keyType string) (ssh.Signer, error) {
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "key is %s but keyType is %s", got, keyType)
 	}
 	return signer, nil
+}
+
+// bcryptRounds returns the bcrypt rounds of an encrypted OpenSSH private
+// key (the first PEM block, as ssh.ParsePrivateKey reads it), or 0.
+func bcryptRounds(key string) uint32 {
+	block, _ := pem.Decode([]byte(key))
+	if block == nil || block.Type != "OPENSSH PRIVATE KEY" {
+		return 0
+	}
+	const magic = "openssh-key-v1\x00"
+	rest, ok := bytes.CutPrefix(block.Bytes, []byte(magic))
+	if !ok {
+		return 0
+	}
+	var header struct {
+		CipherName, KdfName, KdfOpts string
+		Rest                         []byte `ssh:"rest"`
+	}
+	if ssh.Unmarshal(rest, &header) != nil || header.KdfName != "bcrypt" {
+		return 0
+	}
+	var opts struct {
+		Salt   string
+		Rounds uint32
+	}
+	if ssh.Unmarshal([]byte(header.KdfOpts), &opts) != nil {
+		return 0
+	}
+	return opts.Rounds
 }

@@ -7,8 +7,13 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/pem"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -85,6 +90,40 @@ func TestKeyTypes(t *testing.T) {
 	for _, kt := range types {
 		if !ValidKeyType(kt) {
 			t.Fatalf("%s listed but not valid", kt)
+		}
+	}
+}
+
+// TestKDFRounds: an encrypted OpenSSH key asking for more bcrypt rounds
+// than MaxKDFRounds is refused before any round is run; one within them
+// parses.
+func TestKDFRounds(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("no ssh-keygen")
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		rounds int
+		ok     bool
+	}{{16, true}, {MaxKDFRounds, true}, {MaxKDFRounds + 1, false}} {
+		path := filepath.Join(dir, fmt.Sprintf("k%d", tc.rounds))
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-a", fmt.Sprint(tc.rounds), "-N", "pw", "-f", path).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v %s", err, out)
+		}
+		key, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bcryptRounds(string(key)); got != uint32(tc.rounds) {
+			t.Errorf("bcryptRounds = %d, want %d", got, tc.rounds)
+		}
+		start := time.Now()
+		_, err = Parse(string(key), "pw", Auto)
+		if tc.ok != (err == nil) {
+			t.Errorf("%d rounds: %v", tc.rounds, err)
+		}
+		if !tc.ok && (!strings.Contains(err.Error(), "bcrypt rounds") || time.Since(start) > time.Second) {
+			t.Errorf("%d rounds: %v after %v, want a refusal at once", tc.rounds, err, time.Since(start))
 		}
 	}
 }

@@ -49,8 +49,10 @@ func NoteRequest(r *http.Request, route, user string) {
 }
 
 // WithRequest gives every request an id (X-Request-Id on the response),
-// turns a panic into a 500 and logs one line per request. The line never
-// holds a body, a header value or a query string: they may carry secrets.
+// answers a path that is not clean (CleanPath) 404 before any router sees
+// it, turns a panic into a 500 and logs one line per request. The line
+// never holds a body, a header value or a query string: they may carry
+// secrets.
 func WithRequest(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -85,6 +87,10 @@ func WithRequest(log *slog.Logger, next http.Handler) http.Handler {
 				slog.Int("status", rec.status),
 				slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000))
 		}()
+		if !CleanPath(r) {
+			WriteError(rec, r, log, notCleanPath(r))
+			return
+		}
 		next.ServeHTTP(rec, r)
 	})
 }

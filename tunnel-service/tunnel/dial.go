@@ -7,21 +7,61 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
 
-// DefaultDeny are the address ranges no tunnel dials unless a deployment
-// says otherwise: link-local, where cloud metadata endpoints live.
-var DefaultDeny = []netip.Prefix{
+// AlwaysDeny are the address ranges no hop of a tunnel is ever in,
+// whatever a deployment configures (API.md, operation 1): link-local, where
+// cloud metadata endpoints live; unspecified, which reaches the dialler's
+// own host; multicast and broadcast; and AWS's IPv6 metadata and DNS range.
+var AlwaysDeny = []netip.Prefix{
 	netip.MustParsePrefix("169.254.0.0/16"),
 	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("::/128"),
+	netip.MustParsePrefix("224.0.0.0/4"),
+	netip.MustParsePrefix("ff00::/8"),
+	netip.MustParsePrefix("255.255.255.255/32"),
+	netip.MustParsePrefix("fd00:ec2::/32"),
+}
+
+// The roles of a tunnel's hops, which name them in messages and choose the
+// denied ranges they are checked against.
+const (
+	roleSource   = "source"
+	roleEndpoint = "endpoint"
+)
+
+// denyList is what the hops are checked against: the source, which the
+// service dials itself, against AlwaysDeny and the deployment's ranges;
+// the endpoint, which the source dials inside its own network, against
+// AlwaysDeny only (the service's own VPC or loopback say nothing about the
+// source's network).
+type denyList struct {
+	source, endpoint []netip.Prefix
+}
+
+func newDenyList(extra []netip.Prefix) denyList {
+	return denyList{
+		source:   append(slices.Clone(AlwaysDeny), extra...),
+		endpoint: AlwaysDeny,
+	}
+}
+
+func (l denyList) of(role string) []netip.Prefix {
+	if role == roleSource {
+		return l.source
+	}
+	return l.endpoint
 }
 
 // hop is one SSH host of a tunnel with its credentials.
@@ -35,7 +75,7 @@ func (h hop) addr() string { return net.JoinHostPort(h.IP, strconv.Itoa(h.SSHPor
 
 // dialer opens the SSH connections of tunnels.
 type dialer struct {
-	deny     []netip.Prefix
+	deny     denyList
 	resolver *net.Resolver
 	// timeout bounds each hop's TCP connection and SSH handshake.
 	timeout time.Duration
@@ -66,7 +106,7 @@ func (d *dialer) dial(ctx context.Context, owner string, src, dst hop) (*link, e
 	if err != nil {
 		return nil, d.dialFailure(ctx, err, src)
 	}
-	source, err := d.handshake(ctx, conn, owner, src)
+	source, err := d.handshake(ctx, conn, owner, src, src.addr())
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +126,7 @@ func (d *dialer) dial(ctx context.Context, owner string, src, dst hop) (*link, e
 		l.Close()
 		return nil, d.dialFailure(ctx, err, dst)
 	}
-	if l.endpoint, err = d.handshake(ctx, through, owner, dst); err != nil {
+	if l.endpoint, err = d.handshake(ctx, through, owner, dst, endpointKnownAs(src, dst)); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -117,22 +157,25 @@ func (d *dialer) dialFailure(ctx context.Context, err error, h hop) error {
 // resolve returns the address to dial for the hop: its name resolved here,
 // so that the address checked against the denied ranges is the one dialled
 // (the endpoint's too: the source is asked to connect to the address, not
-// the name).
+// the name), in its canonical form (check.Canonical).
 func (d *dialer) resolve(ctx context.Context, h hop) (netip.AddrPort, error) {
 	addrs, err := d.lookup(ctx, h.IP)
 	if err != nil {
 		return netip.AddrPort{}, d.dialFailure(ctx, err, h)
 	}
-	if denied, ok := d.denied(addrs); ok {
+	if denied, ok := d.denied(addrs, h.role); ok {
 		return netip.AddrPort{}, fail(sshdeck.TunnelErrForbidden, false, nil,
 			"%s %s resolves to %s, in the denied range %s", h.role, h.addr(), denied.addr, denied.prefix)
 	}
 	return netip.AddrPortFrom(addrs[0], uint16(h.SSHPort)), nil
 }
 
+// lookup returns the canonical addresses of host: the one it spells
+// (check.CanonicalIP: a literal, or an IPv4 address in a spelling an ssh
+// client's resolver takes), else those its name resolves to.
 func (d *dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a.Unmap()}, nil
+	if a, ok := check.CanonicalIP(host); ok {
+		return []netip.Addr{a}, nil
 	}
 	addrs, err := d.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -142,7 +185,7 @@ func (d *dialer) lookup(ctx context.Context, host string) ([]netip.Addr, error) 
 		return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
 	}
 	for i := range addrs {
-		addrs[i] = addrs[i].Unmap()
+		addrs[i] = check.Canonical(addrs[i])
 	}
 	return addrs, nil
 }
@@ -152,11 +195,13 @@ type deniedAddr struct {
 	prefix netip.Prefix
 }
 
-// denied returns the first address in a denied range. A name is refused
-// when any of its addresses is denied, whichever one a dial would pick.
-func (d *dialer) denied(addrs []netip.Addr) (deniedAddr, bool) {
+// denied returns the first address in a range denied to the hop's role. A
+// name is refused when any of its addresses is denied, whichever one a
+// dial would pick. The addresses are canonical: netip.Prefix.Contains is
+// false for a zoned or an IPv4-mapped address of the range.
+func (d *dialer) denied(addrs []netip.Addr, role string) (deniedAddr, bool) {
 	for _, a := range addrs {
-		for _, p := range d.deny {
+		for _, p := range d.deny.of(role) {
 			if p.Contains(a) {
 				return deniedAddr{a, p}, true
 			}
@@ -168,21 +213,31 @@ func (d *dialer) denied(addrs []netip.Addr) (deniedAddr, bool) {
 // checkAllowed fails with Denied when host resolves into a denied range;
 // the connect request answers it at once. A name that does not resolve
 // passes: the tunnel reports that as a network failure and retries.
-func (d *dialer) checkAllowed(ctx context.Context, field, host string) error {
+func (d *dialer) checkAllowed(ctx context.Context, field, host, role string) error {
 	addrs, err := d.lookup(ctx, host)
 	if err != nil {
 		return nil
 	}
-	if denied, ok := d.denied(addrs); ok {
+	if denied, ok := d.denied(addrs, role); ok {
 		return sshdeck.Errorf(sshdeck.Denied, "%s %s resolves to %s, in the denied range %s", field, host, denied.addr, denied.prefix)
 	}
 	return nil
 }
 
-// handshake runs the SSH handshake on conn within the dial timeout.
-func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h hop) (*sshConn, error) {
+// endpointKnownAs is the address under which the endpoint's host key is
+// remembered (API.md: it belongs to the owner, the source, the endpoint's
+// address and port): "10.0.0.5:22 via bastion.example.com:22". The same
+// private address behind two sources is two hosts. The source's own key
+// is remembered under its address alone.
+func endpointKnownAs(src, dst hop) string {
+	return dst.addr() + " via " + src.addr()
+}
+
+// handshake runs the SSH handshake on conn within the dial timeout; the
+// host's key is checked against the key remembered under knownAs.
+func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h hop, knownAs string) (*sshConn, error) {
 	what := fmt.Sprintf("%s %s", h.role, h.addr())
-	v := &verifier{keys: d.keys, ctx: ctx, owner: owner, addr: h.addr(), pin: h.HostKey}
+	v := &verifier{keys: d.keys, ctx: ctx, owner: owner, addr: knownAs, pin: h.HostKey}
 	algorithms, err := v.prepare()
 	if err != nil {
 		conn.Close()

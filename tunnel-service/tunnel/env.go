@@ -3,8 +3,8 @@ package tunnel
 import "github.com/sshdeck/sshdeck/shared/config"
 
 // OptionsFrom takes the settings of the tunnel service from the
-// configuration: the denied ranges (SSHDECK_TUNNEL_DENY_CIDRS, replacing
-// DefaultDeny), this replica's name in leases (SSHDECK_REPLICA_ID) and the
+// configuration: the denied ranges (SSHDECK_TUNNEL_DENY_CIDRS, added to
+// AlwaysDeny for the hops the service dials itself), this replica's name in leases (SSHDECK_REPLICA_ID) and the
 // lease TTL (SSHDECK_TUNNEL_LEASE_TTL), whose third is how often leases are
 // renewed and takeovers looked for, and the limits of tunnels and status
 // streams per user (SSHDECK_LIMIT_TUNNELS, SSHDECK_LIMIT_STREAMS). Unset

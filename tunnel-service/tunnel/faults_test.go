@@ -184,6 +184,46 @@ func TestHostKeyChanged(t *testing.T) {
 	})
 }
 
+// TestEndpointKeyPerSource: an endpoint's remembered key belongs to the
+// source it is reached through (API.md): the same private address behind
+// two sources is two hosts, and neither's key fails the other; through the
+// first source, another key at the address still fails.
+func TestEndpointKeyPerSource(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	signer, err := ssh.ParsePrivateKey([]byte(w.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := []ssh.PublicKey{signer.PublicKey()}
+	otherSource := sshdtest.Start(t, sshdtest.Config{AuthorizedKeys: authorized})
+	m := w.Manager("a")
+	first := w.Request("first", sshdtest.FreePort(t))
+	connect(t, m, first)
+	waitFor(t, m, "first", "connected", state(sshdeck.TunnelConnected))
+	if err := m.Disconnect(context.Background(), owner, "first", false); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another host at the endpoint's address, as another network behind
+	// another source would have.
+	_, hostKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Endpoint.Kill()
+	sshdtest.Start(t, sshdtest.Config{Port: w.Endpoint.Port, HostKey: hostKey, AuthorizedKeys: authorized})
+	second := w.Request("second", sshdtest.FreePort(t))
+	second.SourceSSHPort = &otherSource.Port
+	connect(t, m, second)
+	waitFor(t, m, "second", "connected", state(sshdeck.TunnelConnected))
+	if err := sshdtest.RoundTrip(*second.EndpointPort, 1<<10); err != nil {
+		t.Fatal(err)
+	}
+
+	connect(t, m, first)
+	waitFor(t, m, "first", "failed", failedWith(sshdeck.TunnelErrHostKey))
+}
+
 // TestPortConflict: the endpoint refuses to listen on a port in use.
 func TestPortConflict(t *testing.T) {
 	w := tunneltest.NewWorld(t)

@@ -54,7 +54,7 @@ type verifier struct {
 	keys    *hostKeys
 	ctx     context.Context
 	owner   string
-	addr    string // the hop's address as the tunnel names it
+	addr    string // where the key is remembered: the hop's address, the endpoint's with its source
 	pin     string
 	known   string      // the key remembered for addr, read by prepare
 	checked atomic.Bool // set by the callback, which runs in the handshake's goroutine

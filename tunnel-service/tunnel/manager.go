@@ -19,8 +19,13 @@ type Options struct {
 	// Holder names this replica in leases; it must differ between live
 	// replicas. Default: the host name and a random suffix.
 	Holder string
-	// Deny are the address ranges tunnels never dial; nil is DefaultDeny.
+	// Deny are address ranges that the hops the service dials itself (the
+	// source) may not be in, besides AlwaysDeny, which every hop is checked
+	// against whatever Deny says: SSHDECK_TUNNEL_DENY_CIDRS.
 	Deny []netip.Prefix
+	// MinRetryInterval is the floor a request's retryInterval is raised to
+	// (1 s, API.md's). Only tests lower it, to retry fast.
+	MinRetryInterval time.Duration
 	// DialTimeout bounds each hop's connection and handshake (15 s).
 	DialTimeout time.Duration
 	// KeepaliveInterval and KeepaliveMisses detect dead peers (15 s, 3).
@@ -63,9 +68,7 @@ func (o *Options) defaults() {
 		host, _ := os.Hostname()
 		o.Holder = host + "-" + sshdeck.NewID("")
 	}
-	if o.Deny == nil {
-		o.Deny = DefaultDeny
-	}
+	setDefault(&o.MinRetryInterval, MinRetryInterval*time.Millisecond)
 	setDefault(&o.DialTimeout, 15*time.Second)
 	setDefault(&o.KeepaliveInterval, DefaultKeepaliveInterval)
 	setDefault(&o.KeepaliveMisses, DefaultKeepaliveMisses)
@@ -154,7 +157,7 @@ func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) 
 		runs:   map[tunnelKey]*run{},
 		feeds:  map[string]*feed{},
 	}
-	m.dialer = &dialer{deny: opts.Deny, resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
+	m.dialer = &dialer{deny: newDenyList(opts.Deny), resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
 	m.runCtx, m.stopRuns = context.WithCancel(context.Background())
 	m.loopCtx, m.stopLoops = context.WithCancel(context.Background())
 	return m
@@ -236,14 +239,14 @@ func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
 // restarts it at its next heartbeat. A new name past the owner's
 // TunnelLimit is LimitExceeded.
 func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
-	name, spec, creds, err := req.parse()
+	name, spec, creds, err := req.parse(m.opts.MinRetryInterval)
 	if err != nil {
 		return err
 	}
-	if err := m.dialer.checkAllowed(ctx, "sourceIP", spec.Source.IP); err != nil {
+	if err := m.dialer.checkAllowed(ctx, "sourceIP", spec.Source.IP, roleSource); err != nil {
 		return err
 	}
-	if err := m.dialer.checkAllowed(ctx, "endpointIP", spec.Endpoint.IP); err != nil {
+	if err := m.dialer.checkAllowed(ctx, "endpointIP", spec.Endpoint.IP, roleEndpoint); err != nil {
 		return err
 	}
 	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)

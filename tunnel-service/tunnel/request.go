@@ -15,8 +15,10 @@ import (
 const (
 	// MaxNameLen is the longest tunnel name, in characters.
 	MaxNameLen = 128
-	// MinRetryInterval is the shortest retryInterval, in milliseconds.
-	MinRetryInterval = 100
+	// MinRetryInterval is the shortest retryInterval, in milliseconds: a
+	// smaller one is raised to it (API.md), so that no tunnel redials a
+	// host more than once a second.
+	MinRetryInterval = 1000
 	// A connect request's retryInterval is in milliseconds.
 	defaultRetryInterval = int(sshdeck.DefaultTunnelRetryInterval / time.Millisecond)
 	maxRetryInterval     = int(sshdeck.MaxTunnelRetryInterval / time.Millisecond)
@@ -72,9 +74,10 @@ type hopInput struct {
 }
 
 // parse checks the request and returns the tunnel it asks for, with the
-// defaults applied. Every error is Invalid (TooLarge for a key over the
-// contract's 64 KiB) and names the field.
-func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
+// defaults applied and a retryInterval below floor raised to it. Every
+// error is Invalid (TooLarge for a key over the contract's 64 KiB) and
+// names the field.
+func (req *ConnectRequest) parse(floor time.Duration) (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
 	if err = check.First(
 		check.Text("name", req.Name, 1, MaxNameLen, false),
 		check.Text("hostName", req.HostName, 0, sshdeck.MaxHostName, false),
@@ -97,8 +100,15 @@ func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds 
 		AutoStart:  req.AutoStart,
 		IsPinned:   req.IsPinned,
 	}
+	// Any smaller retryInterval is raised to the floor, as API.md says
+	// (zero and negative ones too), but no larger one lowered: an hour is
+	// the most. Checked before the product, which could overflow.
 	interval := check.OrDefault(req.RetryInterval, defaultRetryInterval)
-	spec.RetryInterval = time.Duration(interval) * time.Millisecond
+	if interval > maxRetryInterval {
+		err = check.Invalid("retryInterval must be at most %d milliseconds (a value below %d is raised to it)", maxRetryInterval, MinRetryInterval)
+		return
+	}
+	spec.RetryInterval = max(time.Duration(max(interval, 0))*time.Millisecond, floor)
 	if req.SourcePort == nil || req.EndpointPort == nil {
 		err = check.Invalid("sourcePort and endpointPort are required")
 		return
@@ -108,7 +118,6 @@ func (req *ConnectRequest) parse() (name string, spec sshdeck.TunnelSpec, creds 
 		check.Port("sourcePort", spec.SourcePort),
 		check.Port("endpointPort", spec.EndpointPort),
 		check.Between("maxRetries", spec.MaxRetries, 0, sshdeck.MaxTunnelRetries),
-		check.Between("retryInterval", interval, MinRetryInterval, maxRetryInterval),
 	); err != nil {
 		return
 	}
@@ -148,11 +157,15 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 		return h, sshdeck.Credentials{}, sshdeck.Errorf(sshdeck.TooLarge, "%s is over %d KiB", f("SSHKey"), sshdeck.MaxKeySize>>10)
 	}
 	err := check.First(
-		check.Text(f("IP"), h.IP, 1, sshdeck.MaxHostName, true),
+		check.Address(f("IP"), h.IP),
 		check.Port(f("SSHPort"), h.SSHPort),
 		check.Text(f("Username"), h.Username, 1, sshdeck.MaxUsername, false),
 		check.Limit(f("Password"), &in.password, sshdeck.MaxPassword),
+		check.Plain(f("Password"), in.password, ""),
 		check.Limit(f("KeyPassword"), &in.keyPassword, sshdeck.MaxKeyPassword),
+		check.Plain(f("KeyPassword"), in.keyPassword, ""),
+		// A key spans lines (PEM, OpenSSH): line ends and tabs pass.
+		check.Plain(f("SSHKey"), in.key, "\r\n\t"),
 		check.Limit(f("HostKey"), &in.hostKey, maxHostKeyPin),
 	)
 	if err != nil {

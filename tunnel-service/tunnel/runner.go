@@ -73,8 +73,8 @@ func (r *runner) failed(state sshdeck.TunnelState, retries int, f *failure) sshd
 
 // connect dials both hops and sets up the forward.
 func (r *runner) connect(ctx context.Context) (*forward, *failure) {
-	src := hop{TunnelHop: r.spec.Source, creds: r.creds.Source, role: "source"}
-	dst := hop{TunnelHop: r.spec.Endpoint, creds: r.creds.Endpoint, role: "endpoint"}
+	src := hop{TunnelHop: r.spec.Source, creds: r.creds.Source, role: roleSource}
+	dst := hop{TunnelHop: r.spec.Endpoint, creds: r.creds.Endpoint, role: roleEndpoint}
 	l, err := r.dialer.dial(ctx, r.owner, src, dst)
 	if err != nil {
 		return nil, asFailure(err, "tunnel")

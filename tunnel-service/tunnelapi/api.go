@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
@@ -100,7 +101,11 @@ func (s *server) routes() []tunnelRoute {
 
 func (s *server) authenticated(route string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, err := s.Authenticator.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		var caller sshdeck.Principal
+		header, err := web.Authorization(r)
+		if err == nil {
+			caller, err = s.Authenticator.Authenticate(r.Context(), header)
+		}
 		web.NoteRequest(r, route, caller.UserID)
 		if err == nil {
 			err = h(w, r, caller.UserID)
@@ -171,8 +176,9 @@ func (s *server) disconnect(cancelled bool) handlerFunc {
 		if err := web.DecodeBody(w, r, &req); err != nil {
 			return err
 		}
-		if req.TunnelName == "" {
-			return sshdeck.Errorf(sshdeck.Invalid, "tunnelName is required")
+		// A name as connect takes it: no control characters.
+		if err := check.Text("tunnelName", req.TunnelName, 1, tunnel.MaxNameLen, false); err != nil {
+			return err
 		}
 		if err := s.Manager.Disconnect(r.Context(), owner, req.TunnelName, cancelled); err != nil {
 			return err

@@ -595,7 +595,9 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 		{"maxRetries default", prop("maxRetries").Default, float64(sshdeck.DefaultTunnelRetries)},
 		{"maxRetries maximum", num(prop("maxRetries").Max), float64(sshdeck.MaxTunnelRetries)},
 		{"retryInterval default", prop("retryInterval").Default, float64(sshdeck.DefaultTunnelRetryInterval / time.Millisecond)},
-		{"retryInterval minimum", num(prop("retryInterval").Min), float64(tunnel.MinRetryInterval)},
+		// A smaller value is raised, not refused: no minimum, but said.
+		{"retryInterval minimum", num(prop("retryInterval").Min), float64(-1)},
+		{"retryInterval raised", strings.Contains(prop("retryInterval").Description, "raised to "+strconv.Itoa(tunnel.MinRetryInterval)), true},
 		{"retryInterval maximum", num(prop("retryInterval").Max), float64(sshdeck.MaxTunnelRetryInterval / time.Millisecond)},
 		{"sourceSSHPort default", prop("sourceSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
 		{"endpointSSHPort default", prop("endpointSSHPort").Default, float64(sshdeck.DefaultSSHPort)},
@@ -770,7 +772,6 @@ func TestAPIConnectRejectsBadRequests(t *testing.T) {
 		{"endpointSSHPort 65536", withFields(ok, "endpointSSHPort", 65536), "endpointSSHPort"},
 		{"maxRetries 1001", withFields(ok, "maxRetries", 1001), "maxRetries"},
 		{"maxRetries -1", withFields(ok, "maxRetries", -1), "maxRetries"},
-		{"retryInterval 99 ms", withFields(ok, "retryInterval", 99), "retryInterval"},
 		{"retryInterval 3600001 ms", withFields(ok, "retryInterval", 3600001), "retryInterval"},
 		{"sourcePort a string", withFields(ok, "sourcePort", "22"), "sourcePort"},
 		{"endpointSSHPort a string", withFields(ok, "endpointSSHPort", "22"), "endpointSSHPort"},
@@ -847,9 +848,14 @@ func TestAPIConnectDeniesCustomRanges(t *testing.T) {
 	ok := e.tunnelBody("denied")
 	for _, tc := range []struct{ field, addr string }{
 		{"sourceIP", "192.0.2.7"},
-		{"endpointIP", "127.0.0.1"},
+		{"sourceIP", "127.0.0.1"},
+		{"sourceIP", "::ffff:127.0.0.1"},
+		{"sourceIP", "127.1"},
 		// A name is resolved, and refused when any address of it is denied.
 		{"sourceIP", "localhost"},
+		// The ranges a deployment adds do not replace the ones always denied.
+		{"sourceIP", "169.254.169.254"},
+		{"endpointIP", "169.254.169.254"},
 	} {
 		// The other address is allowed (TEST-NET-2, never dialled).
 		body := withFields(ok, "sourceIP", "198.51.100.2", "endpointIP", "198.51.100.1", tc.field, tc.addr)
@@ -858,6 +864,12 @@ func TestAPIConnectDeniesCustomRanges(t *testing.T) {
 	}
 	if all := e.statuses(e.alice); len(all) != 0 {
 		t.Errorf("denied requests stored tunnels: %v", all)
+	}
+	// The endpoint is dialled by the source, inside the source's network:
+	// the deployment's ranges (its loopback, its VPC) say nothing there.
+	for i, addr := range []string{"127.0.0.1", "192.0.2.7", "localhost", "::1"} {
+		name := "endpoint-" + strconv.Itoa(i)
+		e.connect(e.alice, withFields(e.tunnelBody(name), "sourceIP", "198.51.100.2", "endpointIP", addr, "maxRetries", 0))
 	}
 }
 
@@ -1024,6 +1036,7 @@ func TestAPIDisconnectAndCancel(t *testing.T) {
 			e.send("POST", path, e.alice, `{}`).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "tunnelName")
 			e.send("POST", path, e.alice, `{"tunnelName":""}`).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "tunnelName")
 			e.send("POST", path, e.alice, `{"tunnelName":5}`).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "tunnelName")
+			e.send("POST", path, e.alice, `{"tunnelName":"web\u0000"}`).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "tunnelName")
 			e.send("POST", path, e.alice, `tunnelName=web`).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "body")
 			e.do("POST", path, e.alice, "text/plain", []byte(`{"tunnelName":"web"}`)).wantError(t, http.StatusUnsupportedMediaType, sshdeck.UnsupportedMediaType)
 			e.send("POST", path, e.alice, NameRequest{"nope"}).wantError(t, http.StatusNotFound, sshdeck.NotFound, "nope")

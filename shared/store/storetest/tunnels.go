@@ -424,8 +424,11 @@ func sameKnownHost(t *testing.T, got, want *sshdeck.KnownHost, what string) {
 
 func testKnownHostAddAndGet(t *testing.T, s sshdeck.Store) {
 	ctx := t.Context()
-	// Addresses that start one another, and an IPv6 one.
-	addrs := []string{"10.0.0.5:22", "10.0.0.5:2222", "10.0.0.50:22", "[2001:db8::1]:22", "db.internal:22"}
+	// Addresses that start one another, and an IPv6 one; an endpoint's
+	// key is remembered per source (the tunnel engine's "<endpoint> via
+	// <source>"), so that the same address behind two sources is two keys.
+	addrs := []string{"10.0.0.5:22", "10.0.0.5:2222", "10.0.0.50:22", "[2001:db8::1]:22", "db.internal:22",
+		"10.0.0.5:22 via 203.0.113.7:22", "10.0.0.5:22 via bastion.example.com:2222", "[fd12::5]:22 via [2001:db8::7]:22"}
 	var want []*sshdeck.KnownHost
 	for i, addr := range addrs {
 		k := &sshdeck.KnownHost{Owner: "usr_a", Addr: addr, Key: fmt.Sprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute)}

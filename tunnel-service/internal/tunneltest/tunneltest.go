@@ -66,6 +66,9 @@ func Options(holder string) tunnel.Options {
 		Heartbeat:         200 * time.Millisecond,
 		Reconcile:         300 * time.Millisecond,
 		StreamPoll:        100 * time.Millisecond,
+		// Below the contract's 1 s, to retry fast; a request's
+		// retryInterval below it is raised to it.
+		MinRetryInterval: 50 * time.Millisecond,
 	}
 }
 
