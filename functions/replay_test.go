@@ -78,13 +78,13 @@ func TestFunctionsAnswerLikeTheLocalServer(t *testing.T) {
 			}
 			c := startCloud(t)
 			seed(t, c.store, c.sealer)
-			fn, err := lambdaapp.Route(r.Name)
+			fn, err := entryPoint(r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.dynamo.ResetCalls()
 			c.kms.ResetCalls()
-			resp, err := fn.Handle(context.Background(), event)
+			resp, err := fn(context.Background(), event)
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
