@@ -57,8 +57,8 @@ func TestAuthorizerEvents(t *testing.T) {
 		}
 	}
 
-	// The authorizer's role: GetItem on the table, nothing of KMS.
-	c.dynamo.CheckGranted(t, "authorizer", iam.Authorizer)
+	// The authorizer's role: GetItem on tokens and users, nothing of KMS.
+	c.dynamo.CheckPolicy(t, "authorizer", iam.AuthorizerPolicy())
 	if calls := c.kms.AllCalls(); len(calls) != 0 {
 		t.Errorf("the authorizer made KMS calls %v; its role allows none", calls)
 	}

@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	handler, err := lambdaapp.Route("{{.Name}}")
+	handler, err := lambdaapp.{{if .Stream}}StreamRoute{{else}}Route{{end}}("{{.Name}}")
 	if err != nil {
 		app.Fail(err)
 	}

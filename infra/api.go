@@ -66,12 +66,24 @@ func newAPI(scope constructs.Construct, cfg Config, fns *Functions) awsapigatewa
 		if r.Access == routes.Public {
 			opts = &awsapigateway.MethodOptions{OperationName: jsii.String(r.Name), AuthorizationType: awsapigateway.AuthorizationType_NONE}
 		}
+		integration := &awsapigateway.LambdaIntegrationOptions{
+			// Only the stage may invoke the function, not the console's
+			// test button.
+			AllowTestInvoke: jsii.Bool(false),
+		}
+		if r.Stream {
+			// The answer streams (shared/lambdahttp.StreamHandler): API
+			// Gateway invokes the function with InvokeWithResponseStream
+			// (the integration URI's .../response-streaming-invocations,
+			// which the same lambda:InvokeFunction permission allows) and
+			// passes the answer on as it comes, past Lambda's 6 MB and API
+			// Gateway's own 10 MB buffered limits, for as long as the
+			// integration's timeout (up to 15 minutes when streaming).
+			integration.ResponseTransferMode = awsapigateway.ResponseTransferMode_STREAM
+			integration.Timeout = awscdk.Duration_Seconds(jsii.Number(streamTimeout))
+		}
 		api.Root().ResourceForPath(jsii.String(r.Path)).AddMethod(jsii.String(r.Method),
-			awsapigateway.NewLambdaIntegration(fns.Routes[r.Name], &awsapigateway.LambdaIntegrationOptions{
-				// Only the stage may invoke the function, not the
-				// console's test button.
-				AllowTestInvoke: jsii.Bool(false),
-			}), opts)
+			awsapigateway.NewLambdaIntegration(fns.Routes[r.Name], integration), opts)
 	}
 	addGatewayResponses(api)
 	return api

@@ -290,3 +290,40 @@ func TestStage(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamingRoutes: a route marked Stream (list-hosts) is integrated
+// with responseTransferMode STREAM through Lambda's
+// response-streaming-invocations (InvokeWithResponseStream), with the
+// stream's timeout on the integration and on the function; every other
+// route is buffered through .../invocations within API Gateway's 29 s.
+func TestStreamingRoutes(t *testing.T) {
+	s := synthDefault(t)
+	functions := s.functionIDs(t)
+	streams := 0
+	for _, m := range s.methods(t) {
+		r, ok := routeOf(m)
+		if !ok {
+			continue
+		}
+		integration := property(m.props, "Integration")
+		uri := render(property(integration, "Uri"))
+		mode := property(integration, "ResponseTransferMode")
+		timeout := property(integration, "TimeoutInMillis")
+		fnTimeout := s.Resources[functions[r.Name]].Properties["Timeout"]
+		if r.Stream {
+			streams++
+			if mode != "STREAM" || !strings.Contains(uri, "/2021-11-15/functions/") || !strings.HasSuffix(uri, "/response-streaming-invocations") ||
+				timeout != float64(streamTimeout*1000) || fnTimeout != float64(streamTimeout) {
+				t.Errorf("route %s streams, yet its integration is %v %s (timeout %v), its function's timeout %v", r.Name, mode, uri, timeout, fnTimeout)
+			}
+			continue
+		}
+		if (mode != nil && mode != "BUFFERED") || !strings.HasSuffix(uri, "/invocations") || strings.Contains(uri, "response-streaming") ||
+			timeout != nil || fnTimeout != float64(functionTimeout) {
+			t.Errorf("route %s buffers, yet its integration is %v %s (timeout %v), its function's timeout %v", r.Name, mode, uri, timeout, fnTimeout)
+		}
+	}
+	if want := len(slices.DeleteFunc(slices.Clone(routes.All), func(r routes.Route) bool { return !r.Stream })); streams != want || want == 0 {
+		t.Errorf("%d streaming methods, want %d (routes marked Stream)", streams, want)
+	}
+}

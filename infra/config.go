@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,9 +29,13 @@ type Config struct {
 	Root string
 
 	// CertificateARN, when set, puts the tunnel service's load balancer on
-	// HTTPS with that ACM certificate; without it the service is plain HTTP
-	// and synth says so.
+	// HTTPS with that ACM certificate. Without it the service would be
+	// plain HTTP, carrying tokens and SSH passwords in clear: synth refuses
+	// unless AllowHTTP says so (and then warns).
 	CertificateARN string
+	// AllowHTTP (context allowHttp=true) lets the tunnel service go without
+	// a certificate, on plain HTTP: for a test deployment only.
+	AllowHTTP bool
 	// TunnelDomainName is the name clients use for the tunnel service (a
 	// CNAME to its load balancer, matching the certificate): tunnel_url
 	// says it instead of the load balancer's own name.
@@ -52,6 +57,15 @@ type Config struct {
 	// TunnelTasks and TunnelMaxTasks bound the tunnel service's Fargate
 	// tasks; it scales out on CPU between them.
 	TunnelTasks, TunnelMaxTasks int
+
+	// WAF puts an AWS WAF web ACL in front of the REST API's stage and the
+	// tunnel service's load balancer: a rate-based rule that answers 429 to
+	// a client (an IP address) past WAFRate requests in 5 minutes. On by
+	// default; context waf=false leaves it out (and saves its cost).
+	WAF bool
+	// WAFRate is the rule's limit: requests per client IP address in any 5
+	// minutes, over both services (one web ACL counts them together).
+	WAFRate int
 }
 
 // defaults are the settings of a deployment that names none.
@@ -62,6 +76,8 @@ var defaults = Config{
 	ThrottleBurst:    100,
 	TunnelTasks:      1,
 	TunnelMaxTasks:   4,
+	WAF:              true,
+	WAFRate:          1000,
 }
 
 // ConfigFrom reads the Config from the context of node (the app).
@@ -93,6 +109,21 @@ func ConfigFrom(node constructs.Node) (Config, error) {
 			errs = append(errs, fmt.Errorf("context %s: %v is not a whole number", name, v))
 		}
 	}
+	flag := func(name string, to *bool) {
+		switch v := node.TryGetContext(&name).(type) {
+		case nil:
+		case bool:
+			*to = v
+		case string:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("context %s: %q is not true or false", name, v))
+			}
+			*to = b
+		default:
+			errs = append(errs, fmt.Errorf("context %s: %v is not true or false", name, v))
+		}
+	}
 	c.Account, c.Region = os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if c.Region == "" {
 		c.Region = "us-east-1"
@@ -111,6 +142,9 @@ func ConfigFrom(node constructs.Node) (Config, error) {
 	number("throttleBurst", &c.ThrottleBurst)
 	number("tunnelTasks", &c.TunnelTasks)
 	number("tunnelMaxTasks", &c.TunnelMaxTasks)
+	flag("allowHttp", &c.AllowHTTP)
+	flag("waf", &c.WAF)
+	number("wafRate", &c.WAFRate)
 	if len(errs) > 0 {
 		return c, errs[0]
 	}
@@ -123,6 +157,12 @@ func (c Config) check() error {
 		return fmt.Errorf("context throttleRate and throttleBurst must be at least 1, not %d and %d", c.ThrottleRate, c.ThrottleBurst)
 	case c.TunnelTasks < 1 || c.TunnelMaxTasks < c.TunnelTasks:
 		return fmt.Errorf("context tunnelTasks must be at least 1 and tunnelMaxTasks at least tunnelTasks, not %d and %d", c.TunnelTasks, c.TunnelMaxTasks)
+	case c.CertificateARN == "" && !c.AllowHTTP:
+		return errors.New("the tunnel service needs a certificate: give context certificateArn=arn:aws:acm:... " +
+			"(without it the service is plain HTTP, carrying bearer tokens and SSH passwords in clear), " +
+			"or say allowHttp=true for a deployment that may be plain HTTP")
+	case c.WAF && (c.WAFRate < wafMinRate || c.WAFRate > wafMaxRate):
+		return fmt.Errorf("context wafRate must be between %d and %d requests per client in 5 minutes (AWS WAF's bounds), not %d", wafMinRate, wafMaxRate, c.WAFRate)
 	case retention(c.LogRetentionDays) == "":
 		return fmt.Errorf("context logRetentionDays: CloudWatch Logs keeps logs for one of %v days, not %d", retentionChoices(), c.LogRetentionDays)
 	}

@@ -16,6 +16,7 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		"releasesRepo": testReleasesRepo, "releasesApiUrl": "https://api.example.com", "alertsUrl": testAlertsURL,
 		"tunnelDenyCidrs":  "10.0.0.0/8",
 		"logRetentionDays": "30", "throttleRate": 7, "throttleBurst": "9", "tunnelTasks": 2, "tunnelMaxTasks": "3",
+		"allowHttp": "true", "waf": "false", "wafRate": "300",
 	}).Node())
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +27,7 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		ReleasesRepo: testReleasesRepo, ReleasesAPIURL: "https://api.example.com", AlertsURL: testAlertsURL,
 		TunnelDenyCIDRs:  "10.0.0.0/8",
 		LogRetentionDays: 30, ThrottleRate: 7, ThrottleBurst: 9, TunnelTasks: 2, TunnelMaxTasks: 3,
+		AllowHTTP: true, WAF: false, WAFRate: 300,
 	}
 	if cfg != want {
 		t.Errorf("ConfigFrom = %+v\nwant %+v", cfg, want)
@@ -38,17 +40,20 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 func TestConfigFromDefaults(t *testing.T) {
 	t.Setenv("CDK_DEFAULT_ACCOUNT", "")
 	t.Setenv("CDK_DEFAULT_REGION", "")
-	cfg, err := ConfigFrom(contextApp(nil).Node())
+	// A certificate is the one setting without a default: allowHttp says
+	// to go without.
+	cfg, err := ConfigFrom(contextApp(map[string]any{"allowHttp": true}).Node())
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := defaults
+	want.AllowHTTP = true
 	want.Root, want.Region = cfg.Root, "us-east-1"
 	if cfg != want {
 		t.Errorf("ConfigFrom with no context = %+v\nwant %+v", cfg, want)
 	}
 	if cfg.StackName != "Sshdeck" || cfg.LogRetentionDays != 365 || cfg.ThrottleRate != 50 || cfg.ThrottleBurst != 100 ||
-		cfg.TunnelTasks != 1 || cfg.TunnelMaxTasks != 4 {
+		cfg.TunnelTasks != 1 || cfg.TunnelMaxTasks != 4 || !cfg.WAF || cfg.WAFRate != 1000 {
 		t.Errorf("defaults changed: %+v", cfg)
 	}
 }
@@ -68,10 +73,34 @@ func TestConfigFromRefusesBadContext(t *testing.T) {
 		{map[string]any{"throttleRate": 0}, "throttleRate"},
 		{map[string]any{"throttleBurst": -1}, "throttleBurst"},
 		{map[string]any{"throttleBurst": true}, "throttleBurst"},
+		{map[string]any{"allowHttp": "yes please"}, "allowHttp"},
+		{map[string]any{"waf": 1}, "waf"},
+		{map[string]any{"wafRate": 9}, "wafRate"},
+		{map[string]any{"wafRate": "lots"}, "wafRate"},
 	} {
+		if _, ok := tc.context["allowHttp"]; !ok {
+			tc.context["allowHttp"] = true
+		}
 		_, err := ConfigFrom(contextApp(tc.context).Node())
 		if err == nil || !strings.Contains(err.Error(), tc.setting) {
 			t.Errorf("ConfigFrom(%v) = %v, want an error naming %s", tc.context, err, tc.setting)
+		}
+	}
+}
+
+// TestConfigFromRefusesHTTPWithoutSaying: without certificateArn, synth
+// refuses unless the context says allowHttp=true, with a sentence naming
+// both; with a certificate, allowHttp changes nothing.
+func TestConfigFromRefusesHTTPWithoutSaying(t *testing.T) {
+	for _, context := range []map[string]any{nil, {"allowHttp": false}, {"allowHttp": "false"}} {
+		_, err := ConfigFrom(contextApp(context).Node())
+		if err == nil || !strings.Contains(err.Error(), "certificateArn") || !strings.Contains(err.Error(), "allowHttp=true") {
+			t.Errorf("ConfigFrom(%v) = %v, want a refusal naming certificateArn and allowHttp=true", context, err)
+		}
+	}
+	for _, context := range []map[string]any{{"allowHttp": true}, {"allowHttp": "true"}, {"certificateArn": testCertificateARN}} {
+		if _, err := ConfigFrom(contextApp(context).Node()); err != nil {
+			t.Errorf("ConfigFrom(%v) = %v", context, err)
 		}
 	}
 }

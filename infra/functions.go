@@ -39,8 +39,8 @@ func newFunctions(scope constructs.Construct, cfg Config, data *Data) *Functions
 	fns := &Functions{Routes: map[string]awslambda.Function{}}
 	fns.Authorizer = newFunction(scope, cfg, authorizerName, map[string]string{
 		config.Table: *data.Table.TableName(),
-	})
-	data.grantTable(fns.Authorizer.Role(), iam.Authorizer)
+	}, functionTimeout)
+	data.grantTable(fns.Authorizer.Role(), iam.AuthorizerPolicy())
 
 	for _, r := range routes.All {
 		env := map[string]string{config.Table: *data.Table.TableName()}
@@ -55,12 +55,16 @@ func newFunctions(scope constructs.Construct, cfg Config, data *Data) *Functions
 		case "list-alerts", "dismiss-alert":
 			setIf(env, config.AlertsURL, cfg.AlertsURL)
 		}
-		fn := newFunction(scope, cfg, r.Name, env)
-		actions, ok := iam.RouteActions(r.Name)
-		if !ok {
-			panic(fmt.Sprintf("route %s has no DynamoDB actions in shared/store/dynamo/iam", r.Name))
+		timeout := functionTimeout
+		if r.Stream {
+			timeout = streamTimeout
 		}
-		data.grantTable(fn.Role(), actions)
+		fn := newFunction(scope, cfg, r.Name, env, timeout)
+		policy, ok := iam.RoutePolicy(r.Name)
+		if !ok {
+			panic(fmt.Sprintf("route %s has no DynamoDB policy in shared/store/dynamo/iam", r.Name))
+		}
+		data.grantTable(fn.Role(), policy)
 		if r.Credentials {
 			data.grantCredentials(fn.Role())
 		}
@@ -69,9 +73,21 @@ func newFunctions(scope constructs.Construct, cfg Config, data *Data) *Functions
 	return fns
 }
 
+// functionTimeout is a function's timeout: the releases feed waits up to
+// 10 s for GitHub; API Gateway gives up on a buffered answer at 29 s.
+const functionTimeout float64 = 15
+
+// streamTimeout is the timeout of a function whose answer streams
+// (routes.Route.Stream), and of its integration: Lambda streams the first
+// 6 MB of an answer uncapped, the rest at 2 MB/s (API Gateway: past 10 MB,
+// 2 MB/s), so the list of 1000 hosts with 64 KiB keys (67 MB) takes some
+// 30 s to leave; twice that, and a margin.
+const streamTimeout float64 = 90
+
 // newFunction is the function build/<name>/bootstrap (make build): arm64 on
-// provided.al2023, its own role and its own log group.
-func newFunction(scope constructs.Construct, cfg Config, name string, env map[string]string) awslambda.Function {
+// provided.al2023, its own role and its own log group, timing out after
+// timeout seconds.
+func newFunction(scope constructs.Construct, cfg Config, name string, env map[string]string, timeout float64) awslambda.Function {
 	id := constructID(name)
 	logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     retention(cfg.LogRetentionDays),
@@ -97,10 +113,8 @@ func newFunction(scope constructs.Construct, cfg Config, name string, env map[st
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
 		// 256 MB buys twice the CPU of 128 MB (Lambda gives CPU in
 		// proportion), which halves a cold start's TLS and JSON work.
-		MemorySize: jsii.Number(256),
-		// The releases feed waits up to 10 s for GitHub; API Gateway
-		// gives up at 29 s.
-		Timeout:     awscdk.Duration_Seconds(jsii.Number(15)),
+		MemorySize:  jsii.Number(256),
+		Timeout:     awscdk.Duration_Seconds(jsii.Number(timeout)),
 		Role:        role,
 		LogGroup:    logs,
 		Tracing:     awslambda.Tracing_ACTIVE,

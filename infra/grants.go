@@ -10,15 +10,24 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
-// grantTable lets role call exactly actions on the table (no index: no
-// route queries it), and use the table's key as DynamoDB needs for them,
-// through DynamoDB only (kms:ViaService): to read, and to write when an
-// action writes.
-func (d *Data) grantTable(role awsiam.IRole, actions []string) {
-	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(actions...),
-		Resources: jsii.Strings(*d.Table.TableArn()),
-	}))
+// grantTable lets role make exactly the calls of policy on the table (no
+// index: no route queries it): each statement's actions on the items of its
+// partitions only (dynamodb:LeadingKeys), and use the table's key as
+// DynamoDB needs for them, through DynamoDB only (kms:ViaService): to read,
+// and to write when an action writes.
+func (d *Data) grantTable(role awsiam.IRole, policy iam.Policy) {
+	for _, st := range policy {
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(st.Actions...),
+			Resources: jsii.Strings(*d.Table.TableArn()),
+			Conditions: &map[string]any{
+				// ForAllValues: every partition key a call names (a
+				// batch's or a transaction's, one each) must match.
+				"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": st.Partitions},
+			},
+		}))
+	}
+	actions := policy.Actions()
 	keyActions := []string{"kms:Decrypt", "kms:DescribeKey"}
 	if slices.ContainsFunc(actions, func(a string) bool { return !slices.Contains(iam.ReadActions, a) }) {
 		keyActions = append(keyActions, "kms:Encrypt", "kms:GenerateDataKey")

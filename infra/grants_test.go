@@ -106,10 +106,10 @@ func TestNoWildcardActions(t *testing.T) {
 
 // grantee is a role and what it may do with the table and the keys.
 type grantee struct {
-	name        string   // for messages: the route, authorizer, the tunnel task role
-	role        string   // logical id
-	actions     []string // DynamoDB actions on the table, exactly
-	credentials bool     // uses the credentials key
+	name        string     // for messages: the route, authorizer, the tunnel task role
+	role        string     // logical id
+	policy      iam.Policy // DynamoDB actions on the table on partitions, exactly
+	credentials bool       // uses the credentials key
 	// logGroup, for a function: its role may also write its own log group
 	// and X-Ray traces, and nothing else.
 	logGroup string
@@ -120,24 +120,25 @@ type grantee struct {
 func (s *synthesis) functionGrantees(t *testing.T) []grantee {
 	t.Helper()
 	functions := s.functionIDs(t)
-	function := func(name string, actions []string, credentials bool) grantee {
+	function := func(name string, policy iam.Policy, credentials bool) grantee {
 		p := s.Resources[functions[name]].Properties
 		role, _ := getAtt(p["Role"])
-		return grantee{name, role, actions, credentials, refID(property(p, "LoggingConfig", "LogGroup"))}
+		return grantee{name, role, policy, credentials, refID(property(p, "LoggingConfig", "LogGroup"))}
 	}
-	out := []grantee{function(authorizerName, iam.Authorizer, false)}
+	out := []grantee{function(authorizerName, iam.AuthorizerPolicy(), false)}
 	for _, r := range routes.All {
-		actions, ok := iam.RouteActions(r.Name)
+		policy, ok := iam.RoutePolicy(r.Name)
 		if !ok {
-			t.Errorf("route %s has no actions in shared/store/dynamo/iam", r.Name)
+			t.Errorf("route %s has no policy in shared/store/dynamo/iam", r.Name)
 		}
-		out = append(out, function(r.Name, actions, r.Credentials))
+		out = append(out, function(r.Name, policy, r.Credentials))
 	}
 	return out
 }
 
 // TestFunctionGrants: each function's role may make exactly the DynamoDB
-// calls of its route on the table, use the table's key only through
+// calls of its route on the table, on the partitions of its route only
+// (dynamodb:LeadingKeys), use the table's key only through
 // DynamoDB, and the credentials key only if its route seals credentials.
 func TestFunctionGrants(t *testing.T) {
 	s := synthDefault(t)
@@ -172,7 +173,38 @@ func TestTunnelTaskGrants(t *testing.T) {
 	if role == "" {
 		t.Fatalf("task definition %s has no task role", id)
 	}
-	checkGrants(t, s, grantee{name: "tunnel task role", role: role, actions: iam.TunnelService, credentials: true})
+	checkGrants(t, s, grantee{name: "tunnel task role", role: role, policy: iam.TunnelServicePolicy(), credentials: true})
+}
+
+// TestTunnelTaskWritesNoUserOrToken: the tunnel service's role may read
+// users and tokens (its token checks), and write nothing but tunnels and
+// known hosts: every statement that writes has a LeadingKeys condition of
+// TUNNELS and OWNER#* alone.
+func TestTunnelTaskWritesNoUserOrToken(t *testing.T) {
+	s := synthDefault(t)
+	_, task := s.only(t, "AWS::ECS::TaskDefinition")
+	role, _ := getAtt(task.Properties["TaskRoleArn"])
+	writes := 0
+	for _, st := range s.roleStatements(role) {
+		if !slices.ContainsFunc(st.Action, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") && !slices.Contains(iam.ReadActions, a) }) {
+			continue
+		}
+		writes++
+		if keys := leadingKeys(st); !slices.Equal(keys, []string{"OWNER#*", "TUNNELS"}) {
+			t.Errorf("the tunnel task role may %v on the partitions %v, want TUNNELS and OWNER#* only", st.Action, keys)
+		}
+	}
+	if writes != 1 {
+		t.Errorf("%d statements of the tunnel task role write the table, want 1", writes)
+	}
+}
+
+// leadingKeys is the partitions of a statement's dynamodb:LeadingKeys
+// condition (ForAllValues:StringLike), sorted; nil without one.
+func leadingKeys(st statement) []string {
+	keys := strs(property(st.Condition, "ForAllValues:StringLike", "dynamodb:LeadingKeys"))
+	slices.Sort(keys)
+	return keys
 }
 
 // TestOnlyGranteesTouchTheData: no role but the functions' and the tunnel
@@ -211,6 +243,7 @@ func checkGrants(t *testing.T, s *synthesis, g grantee) []string {
 	table, _ := s.only(t, "AWS::DynamoDB::Table")
 	tableKey, credentialsKey := s.keys(t)
 	var dynamo, tableKeyActions, credentialsActions []string
+	var dynamoStatements []iam.Statement
 	var credentialsStatements int
 	for _, st := range s.roleStatements(g.role) {
 		if st.Effect != "Allow" {
@@ -224,6 +257,14 @@ func checkGrants(t *testing.T, s *synthesis, g grantee) []string {
 		via, wantVia := property(st.Condition, "StringEquals", "kms:ViaService"), "dynamodb."+s.cfg.Region+".amazonaws.com"
 		if only(tableKey) && (via != wantVia || len(st.Condition) != 1) {
 			t.Errorf("%s may %v with the table's key under condition %v, want StringEquals kms:ViaService %s", g.name, st.Action, render(st.Condition), wantVia)
+		}
+		if slices.ContainsFunc(st.Action, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
+			// Every DynamoDB statement holds to its partitions.
+			if keys := leadingKeys(st); len(keys) == 0 || len(st.Condition) != 1 {
+				t.Errorf("%s may %v under condition %v, want ForAllValues:StringLike dynamodb:LeadingKeys alone", g.name, st.Action, render(st.Condition))
+			} else {
+				dynamoStatements = append(dynamoStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Action)), Partitions: keys})
+			}
 		}
 		for _, a := range st.Action {
 			switch {
@@ -246,14 +287,34 @@ func checkGrants(t *testing.T, s *synthesis, g grantee) []string {
 	}
 
 	slices.Sort(dynamo)
-	if want := slices.Sorted(slices.Values(g.actions)); !slices.Equal(dynamo, want) {
+	if want := g.policy.Actions(); !slices.Equal(dynamo, want) {
 		t.Errorf("%s may call %v on the table, want exactly %v", g.name, dynamo, want)
+	}
+	// Statement for statement, the policy of shared/store/dynamo/iam.
+	var wantStatements []iam.Statement
+	for _, st := range g.policy {
+		wantStatements = append(wantStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Actions)), Partitions: slices.Sorted(slices.Values(st.Partitions))})
+	}
+	key := func(st iam.Statement) string {
+		return strings.Join(st.Actions, ",") + " on " + strings.Join(st.Partitions, ",")
+	}
+	got, wantKeys := make([]string, len(dynamoStatements)), make([]string, len(wantStatements))
+	for i, st := range dynamoStatements {
+		got[i] = key(st)
+	}
+	for i, st := range wantStatements {
+		wantKeys[i] = key(st)
+	}
+	slices.Sort(got)
+	slices.Sort(wantKeys)
+	if !slices.Equal(got, wantKeys) {
+		t.Errorf("%s's statements on the table:\n %v\nwant\n %v", g.name, got, wantKeys)
 	}
 
 	// Decrypting is enough to read; writing needs data keys too.
 	slices.Sort(tableKeyActions)
 	want := []string{"kms:Decrypt", "kms:DescribeKey"}
-	if slices.ContainsFunc(g.actions, func(a string) bool { return !slices.Contains(iam.ReadActions, a) }) {
+	if slices.ContainsFunc(g.policy.Actions(), func(a string) bool { return !slices.Contains(iam.ReadActions, a) }) {
 		want = []string{"kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"}
 	} else if slices.Contains(tableKeyActions, "kms:Encrypt") || slices.Contains(tableKeyActions, "kms:GenerateDataKey") {
 		t.Errorf("%s only reads, yet may encrypt with the table's key: %v", g.name, tableKeyActions)

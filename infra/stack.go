@@ -20,6 +20,9 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	fns := newFunctions(stack, cfg, data)
 	api := newAPI(stack, cfg, fns)
 	tunnel := newTunnelService(stack, cfg, data)
+	if cfg.WAF {
+		newWAF(stack, cfg, api, tunnel.Service.LoadBalancer().LoadBalancerArn())
+	}
 
 	awscdk.NewCfnOutput(stack, jsii.String("BaseUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("base_url: the REST API (every route but the tunnel ones)"),
@@ -44,7 +47,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	tunnel.Service.Node().TryRemoveChild(jsii.String("LoadBalancerDNS"))
 	tunnel.Service.Node().TryRemoveChild(jsii.String("ServiceURL"))
 
-	suppress(api, fns, tunnel)
+	suppress(cfg, api, fns, tunnel)
 	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return stack
 }

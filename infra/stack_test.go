@@ -4,8 +4,9 @@ package main
 // Synthesis takes seconds (jsii starts Node.js), so each configuration is
 // synthesized once, on first use, and every test reads the same result:
 // synthDefault (the defaults, plus releasesRepo and alertsUrl, which only
-// their functions may see) and synthHTTPS (a certificate and a domain name
-// for the tunnel service, and every number moved off its default).
+// their functions may see, and allowHttp, which a deployment without a
+// certificate must say) and synthHTTPS (a certificate and a domain name for
+// the tunnel service, every number moved off its default, and no WAF).
 
 import (
 	"encoding/json"
@@ -34,6 +35,7 @@ var (
 	defaultSynth = &synthOnce{context: map[string]any{
 		"releasesRepo": testReleasesRepo,
 		"alertsUrl":    testAlertsURL,
+		"allowHttp":    "true",
 	}}
 	httpsSynth = &synthOnce{context: map[string]any{
 		"certificateArn":   testCertificateARN,
@@ -46,6 +48,8 @@ var (
 		// Off the default, yet at least the year Control Tower asks for
 		// (guard_test.go checks this template too).
 		"logRetentionDays": 731,
+		// cdk.json gives a boolean, -c a string.
+		"waf": false,
 	}}
 )
 

@@ -48,7 +48,9 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 	})
 	// The task role: the store calls of the tunnel service, and the
 	// credentials key (tunnels keep sealed credentials as hosts do).
-	data.grantTable(task.TaskRole(), iam.TunnelService)
+	// It reads users and tokens (its token checks) but writes only
+	// tunnels and known hosts (iam.TunnelServicePolicy).
+	data.grantTable(task.TaskRole(), iam.TunnelServicePolicy())
 	data.grantCredentials(task.TaskRole())
 
 	logs := awslogs.NewLogGroup(scope, jsii.String("TunnelLogs"), &awslogs.LogGroupProps{
@@ -57,9 +59,11 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 	})
 	deny := cfg.TunnelDenyCIDRs
 	if deny == "" {
-		// Besides the metadata ranges the service denies anyway: its own
-		// loopback and its own VPC (the load balancer, other tasks).
-		deny = strings.Join([]string{"169.254.0.0/16", "fe80::/10", "127.0.0.0/8", "::1/128", *vpc.VpcCidrBlock()}, ",")
+		// Added to the ranges the service always denies (link-local, the
+		// metadata services' v4 and v6 addresses, unspecified, multicast,
+		// broadcast): the hops it would dial itself here, its own loopback
+		// and its own VPC (the load balancer, other tasks).
+		deny = strings.Join(defaultTunnelDeny(*vpc.VpcCidrBlock()), ",")
 	}
 	task.AddContainer(jsii.String("tunnel"), &awsecs.ContainerDefinitionOptions{
 		// Built from the repository root by tunnel-service/Dockerfile; synth
@@ -122,7 +126,7 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 	svc := awsecspatterns.NewApplicationLoadBalancedFargateService(scope, jsii.String("Tunnel"), props)
 	if cfg.CertificateARN == "" {
 		awscdk.Annotations_Of(svc.LoadBalancer()).AddWarningV2(jsii.String("sshdeck:tunnel-http"),
-			jsii.String("the tunnel service is plain HTTP: bearer tokens and SSH passwords and keys would cross the internet unencrypted. "+
+			jsii.String("the tunnel service is plain HTTP (allowHttp=true): bearer tokens and SSH passwords and keys would cross the internet unencrypted. "+
 				"Give an ACM certificate: make deploy CONTEXT='-c certificateArn=arn:aws:acm:...' (and -c tunnelDomainName=... for its name)"))
 	}
 
@@ -159,6 +163,12 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 		host = cfg.TunnelDomainName
 	}
 	return &TunnelService{Service: svc, LogBucket: bucket, URL: scheme + "://" + host}
+}
+
+// defaultTunnelDeny is SSHDECK_TUNNEL_DENY_CIDRS when the context names
+// none: loopback, and the VPC's own range (vpcCIDR).
+func defaultTunnelDeny(vpcCIDR string) []string {
+	return []string{"127.0.0.0/8", "::1/128", vpcCIDR}
 }
 
 // newVPC is a two-zone network: the load balancer in public subnets, the

@@ -95,10 +95,13 @@ func TestTunnelContainer(t *testing.T) {
 		"SSHDECK_TABLE":       func(v any) bool { return refID(v) == table },
 		"SSHDECK_KMS_KEY_ID":  func(v any) bool { return isARN(v, credentialsKey) },
 		"SSHDECK_TUNNEL_ADDR": func(v any) bool { return v == fmt.Sprintf(":%d", tunnelPort) },
-		// The metadata ranges, and the VPC's own (the load balancer,
-		// other tasks): no tunnel may reach them.
+		// Added to what the service always denies (link-local, metadata,
+		// unspecified, multicast, broadcast): the hops it dials itself
+		// here, loopback and the VPC's own range (the load balancer, other
+		// tasks). Nothing else: no tunnel to another private network is
+		// refused that the operator did not list.
 		"SSHDECK_TUNNEL_DENY_CIDRS": func(v any) bool {
-			return strings.Contains(render(v), "169.254.0.0/16") && strings.Contains(render(v), "CidrBlock}")
+			return render(v) == "127.0.0.0/8,::1/128,${"+s.vpcID(t)+".CidrBlock}"
 		},
 	} {
 		if v, set := env[variable]; !set || !ok(v) {
@@ -121,6 +124,13 @@ func TestTunnelContainer(t *testing.T) {
 	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
 		t.Errorf("%s runs as user %q, want one that is not root", name, user)
 	}
+}
+
+// vpcID is the logical id of the VPC.
+func (s *synthesis) vpcID(t *testing.T) string {
+	t.Helper()
+	id, _ := s.only(t, "AWS::EC2::VPC")
+	return id
 }
 
 // listener is an AWS::ElasticLoadBalancingV2::Listener, for messages.

@@ -141,10 +141,12 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	env = append(env, "SSHDECK_KMS_KEY_ID="+keys.KeyID, "AWS_ENDPOINT_URL_KMS="+keys.URL, "SSHDECK_TUNNEL_LEASE_TTL=1500ms")
 
 	// From here on the calls are the replicas', but for the test's own reads
-	// of the lease holder (GetItem, which the service needs anyway). Checked
-	// once both replicas are killed (cleanups run last first).
+	// of the lease holder (GetItem of a tunnel, which the service needs
+	// anyway). Checked once both replicas are killed (cleanups run last
+	// first).
+	alice := mustUser(t, store)
 	db.ResetCalls()
-	t.Cleanup(func() { db.CheckGranted(t, "tunnel service", iam.TunnelService) })
+	t.Cleanup(func() { db.CheckPolicy(t, "tunnel service", iam.TunnelServicePolicy()) })
 	a := startReplica(t, env, "a")
 	b := startReplica(t, env, "b")
 	port := sshdtest.FreePort(t)
@@ -158,7 +160,7 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 		t.Fatalf("connect: %d %s", status, body)
 	}
 	holder := func() string {
-		tn, err := store.Tunnel(context.Background(), mustUser(t, store), "auto")
+		tn, err := store.Tunnel(context.Background(), alice, "auto")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/bench/runtimeapi"
 	"github.com/sshdeck/sshdeck/internal/cloudtest"
+	"github.com/sshdeck/sshdeck/shared/lambdahttp"
 )
 
 // coldStart is one run of a function's bootstrap, from exec to its answer
@@ -185,7 +187,7 @@ func runColdStart(ctx context.Context, root, bin string, f function, env []strin
 	mu.Lock()
 	defer mu.Unlock()
 	cs.calls, cs.kms = minus(cloud.Dynamo.Calls(), cs.initCalls), minus(cloud.KMS.AllCalls(), cs.initKMS)
-	cs.answer, err = checkAnswer(f, res.Body)
+	cs.answer, err = checkAnswer(f, res.Body, res.ContentType)
 	if err != nil {
 		return cs, fmt.Errorf("%w; its output:\n%s", err, tail(out.String()))
 	}
@@ -193,8 +195,20 @@ func runColdStart(ctx context.Context, root, bin string, f function, env []strin
 }
 
 // checkAnswer reads a route's status (2xx) or the authorizer's effect
-// (Allow).
-func checkAnswer(f function, body []byte) (string, error) {
+// (Allow). A route that streams (list-hosts) answers in API Gateway's
+// streaming format (contentType lambdahttp.StreamContentType).
+func checkAnswer(f function, body []byte, contentType string) (string, error) {
+	if contentType == lambdahttp.StreamContentType {
+		status, _, rest, err := lambdahttp.ReadStream(bytes.NewReader(body))
+		if err != nil {
+			return "", fmt.Errorf("the streamed answer: %v", err)
+		}
+		if status < 200 || status > 299 {
+			b, _ := io.ReadAll(rest)
+			return "", fmt.Errorf("status %d, want 2xx: %s", status, b)
+		}
+		return fmt.Sprint(status), nil
+	}
 	if f.isAuthorizer() {
 		var resp struct {
 			PrincipalID    string

@@ -14,7 +14,13 @@
 //   - POST /2018-06-01/runtime/init/error records a failed initialisation
 //     (202).
 //
-// It knows no extensions, no streaming responses and no SnapStart hooks.
+// An event queued with EnqueueStream stands for an invocation by
+// InvokeWithResponseStream (what API Gateway makes of a method whose
+// integration streams): its response is not kept but copied as it arrives
+// to the caller's writer, up to MaxStreamPayload (Lambda's 200 MB), and an
+// error in the response's trailers fails it midway, as Lambda does.
+//
+// It knows no extensions and no SnapStart hooks.
 package runtimeapi
 
 import (
@@ -28,6 +34,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +46,8 @@ const (
 
 	// MaxPayload is Lambda's limit on a synchronous response (6 MB).
 	MaxPayload = 6 * 1024 * 1024
+	// MaxStreamPayload is Lambda's limit on a streamed response (200 MB).
+	MaxStreamPayload = 200 * 1024 * 1024
 
 	headerRequestID   = "Lambda-Runtime-Aws-Request-Id"
 	headerDeadline    = "Lambda-Runtime-Deadline-Ms"
@@ -46,6 +55,7 @@ const (
 	headerTraceID     = "Lambda-Runtime-Trace-Id"
 	headerErrorType   = "Lambda-Runtime-Function-Error-Type"
 	headerErrorBody   = "Lambda-Runtime-Function-Error-Body"
+	headerMode        = "Lambda-Runtime-Function-Response-Mode"
 )
 
 // Server is a Runtime API for one function instance.
@@ -88,6 +98,7 @@ type Invocation struct {
 
 	delivered time.Time // when next handed it out (guarded by Server.mu)
 	result    chan Result
+	stream    io.Writer // EnqueueStream's: the response goes there
 }
 
 // Result is a function's answer to an event.
@@ -103,6 +114,14 @@ type Result struct {
 	// Err is set when the function answered on /error (or its response
 	// ended with the error trailers).
 	Err *FunctionError
+
+	// Streamed is the size of a streamed response (EnqueueStream), whose
+	// Body is not kept; Chunked says it came with chunked encoding, Mode is
+	// its Lambda-Runtime-Function-Response-Mode header (the Runtime API's
+	// documentation asks "streaming"; aws-lambda-go sends none).
+	Streamed int64
+	Chunked  bool
+	Mode     string
 }
 
 // FunctionError is what a function reports on /error or /init/error.
@@ -155,6 +174,15 @@ func (s *Server) Close() {
 // answer.
 func (s *Server) Enqueue(payload []byte) *Invocation {
 	inv := &Invocation{ID: newID(), Payload: payload, result: make(chan Result, 1)}
+	s.queue <- inv
+	return inv
+}
+
+// EnqueueStream queues an event invoked with InvokeWithResponseStream: its
+// response is copied to body as the function sends it, not kept. Wait on
+// it for the rest of the answer.
+func (s *Server) EnqueueStream(payload []byte, body io.Writer) *Invocation {
+	inv := &Invocation{ID: newID(), Payload: payload, result: make(chan Result, 1), stream: body}
 	s.queue <- inv
 	return inv
 }
@@ -276,6 +304,13 @@ func (s *Server) next(w http.ResponseWriter, r *http.Request) {
 
 // answer takes the response or error of the event id.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, isError bool) {
+	s.mu.Lock()
+	inv := s.handedOut[id]
+	s.mu.Unlock()
+	if inv != nil && inv.stream != nil && !isError {
+		s.streamed(w, r, inv)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxPayload+1))
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "InvalidRequest", err.Error())
@@ -305,6 +340,38 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, isErr
 		res.Err = functionError(r.Trailer.Get(headerErrorType), doc)
 	}
 	inv.result <- res
+	accepted(w)
+}
+
+// streamed takes the streamed response of inv: copied to inv.stream as it
+// arrives, at most MaxStreamPayload bytes.
+func (s *Server) streamed(w http.ResponseWriter, r *http.Request, inv *Invocation) {
+	res := Result{RequestID: inv.ID, ContentType: r.Header.Get("Content-Type"),
+		Chunked: slices.Contains(r.TransferEncoding, "chunked"), Mode: r.Header.Get(headerMode)}
+	n, err := io.Copy(inv.stream, io.LimitReader(r.Body, MaxStreamPayload+1))
+	res.Streamed, res.At = n, time.Now()
+	s.mu.Lock()
+	res.Delivered = inv.delivered
+	_, ok := s.handedOut[inv.ID]
+	delete(s.handedOut, inv.ID)
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		apiError(w, http.StatusBadRequest, "InvalidRequestID", "no event "+inv.ID+" is waiting for an answer")
+		return
+	case err != nil:
+		res.Err = &FunctionError{Type: "Runtime.StreamError", Message: err.Error()}
+	case n > MaxStreamPayload:
+		res.Err = &FunctionError{Type: "Function.ResponseSizeTooLarge", Message: "the streamed response is over " + strconv.Itoa(MaxStreamPayload) + " bytes"}
+	case r.Trailer.Get(headerErrorType) != "":
+		doc, _ := decodeBase64(r.Trailer.Get(headerErrorBody))
+		res.Err = functionError(r.Trailer.Get(headerErrorType), doc)
+	}
+	inv.result <- res
+	if res.Err != nil && res.Err.Type == "Function.ResponseSizeTooLarge" {
+		apiError(w, http.StatusRequestEntityTooLarge, "RequestEntityTooLarge", res.Err.Message)
+		return
+	}
 	accepted(w)
 }
 

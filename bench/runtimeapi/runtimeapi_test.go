@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -325,4 +327,62 @@ func TestAWSLambdaGo(t *testing.T) {
 	if s.Nexts() != 5 {
 		t.Errorf("%d next requests for 5 events", s.Nexts())
 	}
+}
+
+// TestStreamedResponse: an event queued with EnqueueStream takes a chunked
+// response past 6 MB, copies it to the caller's writer rather than keeping
+// it, and reports an error sent in the trailers after the body.
+func TestStreamedResponse(t *testing.T) {
+	s := start(t, Config{})
+	for _, fail := range []bool{false, true} {
+		var got bytes.Buffer
+		inv := s.EnqueueStream([]byte(`{}`), &got)
+		resp, err := http.Get(base(s) + "invocation/next")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		body := bytes.Repeat([]byte("0123456789abcdef"), (MaxPayload+1<<20)/16)
+		pr, pw := io.Pipe()
+		go func() {
+			for chunk := range slices.Chunk(body, 1<<20) {
+				pw.Write(chunk)
+			}
+			pw.Close()
+		}()
+		req, err := http.NewRequest(http.MethodPost, base(s)+"invocation/"+inv.ID+"/response", pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/vnd.awslambda.http-integration-response")
+		req.Trailer = http.Header{"Lambda-Runtime-Function-Error-Type": nil, "Lambda-Runtime-Function-Error-Body": nil}
+		if fail {
+			req.Body = io.NopCloser(io.MultiReader(pr, trailerSetter{req.Trailer}))
+		}
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		res, err := s.Wait(ctx(t), inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StatusCode != http.StatusAccepted || !res.Chunked || res.Streamed != int64(len(body)) || res.Body != nil || !bytes.Equal(got.Bytes(), body) {
+			t.Fatalf("status %d, chunked %t, %d bytes streamed, %d kept, %d copied", r.StatusCode, res.Chunked, res.Streamed, len(res.Body), got.Len())
+		}
+		if fail != (res.Err != nil) || fail && res.Err.Type != "Function.Cut" {
+			t.Fatalf("fail %t: error %v", fail, res.Err)
+		}
+	}
+}
+
+// trailerSetter sets the error trailers when the body before it is read,
+// as aws-lambda-go does when its reader fails.
+type trailerSetter struct{ trailer http.Header }
+
+func (s trailerSetter) Read([]byte) (int, error) {
+	s.trailer.Set("Lambda-Runtime-Function-Error-Type", "Function.Cut")
+	s.trailer.Set("Lambda-Runtime-Function-Error-Body", base64.StdEncoding.EncodeToString([]byte(`{"errorMessage":"cut","errorType":"Function.Cut"}`)))
+	return 0, io.EOF
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func main() {
-	handler, err := lambdaapp.Route("list-hosts")
+	handler, err := lambdaapp.StreamRoute("list-hosts")
 	if err != nil {
 		app.Fail(err)
 	}

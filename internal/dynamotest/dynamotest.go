@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ import (
 	miniserver "github.com/truora/minidyn/server"
 
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/schema"
 )
 
 // Server is an in-process DynamoDB (minidyn's HTTP server under httptest)
@@ -45,6 +48,9 @@ type Server struct {
 	calls   map[string]int  // by operation
 	actions map[string]bool // IAM actions the calls needed
 	indexes map[string]bool // indexes the calls named
+	// leading keys (IAM's dynamodb:LeadingKeys: the partition keys) of
+	// the calls, by the action that needed them
+	leading map[string]map[string]bool
 }
 
 // Start starts a server with an empty table and stops it when the test ends.
@@ -62,7 +68,8 @@ func Start(t testing.TB) *Server {
 // New starts a server with an empty table until Close (for the benchmarks,
 // which are not tests). The table's creation is not counted.
 func New(ctx context.Context) (*Server, error) {
-	s := &Server{Table: "sshdeck", calls: map[string]int{}, actions: map[string]bool{}, indexes: map[string]bool{}}
+	s := &Server{Table: "sshdeck", calls: map[string]int{}, actions: map[string]bool{}, indexes: map[string]bool{},
+		leading: map[string]map[string]bool{}}
 	s.srv = httptest.NewServer(s.handler(miniserver.NewServer()))
 	s.URL = s.srv.URL
 	s.Client = NewClient(s.URL)
@@ -92,10 +99,110 @@ func (s *Server) handler(mini http.Handler) http.Handler {
 }
 
 // request is what record reads of a request body: the index a Query or
-// Scan names, and the items of a transaction.
+// Scan names, the items of a transaction, and what holds the partition
+// keys of the items a call touches.
 type request struct {
 	IndexName     string
 	TransactItems []map[string]json.RawMessage
+
+	Key, Item                 map[string]attr
+	KeyConditionExpression    string
+	ExpressionAttributeNames  map[string]string
+	ExpressionAttributeValues map[string]attr
+	RequestItems              map[string]json.RawMessage // BatchWriteItem's and BatchGetItem's
+}
+
+// attr is an attribute value, of which only strings matter here (the
+// partition key is one).
+type attr struct{ S *string }
+
+// transactItem is one item of a transaction (its Put, Update, Delete,
+// ConditionCheck or Get).
+type transactItem struct {
+	Key, Item map[string]attr
+}
+
+// batchWrite and batchGet are a table's part of a BatchWriteItem and of a
+// BatchGetItem.
+type batchWrite []struct {
+	PutRequest    *struct{ Item map[string]attr }
+	DeleteRequest *struct{ Key map[string]attr }
+}
+type batchGet struct{ Keys []map[string]attr }
+
+// keyCondition finds the partition key's equality in a Query's
+// KeyConditionExpression: "#pk = :pk" (a name or a placeholder of one).
+var keyCondition = regexp.MustCompile(`(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)`)
+
+// leadingKeys returns, by IAM action, the partition keys the call touches:
+// what dynamodb:LeadingKeys holds for it. A call whose keys cannot be read
+// (none here) gets "?", which no policy allows.
+func leadingKeys(op string, req *request) map[string][]string {
+	pk := func(m map[string]attr) string {
+		if v, ok := m[schema.PartitionKey]; ok && v.S != nil {
+			return *v.S
+		}
+		return "?"
+	}
+	out := map[string][]string{}
+	switch op {
+	case "GetItem", "DeleteItem", "UpdateItem":
+		out["dynamodb:"+op] = []string{pk(req.Key)}
+	case "PutItem":
+		out["dynamodb:"+op] = []string{pk(req.Item)}
+	case "Query":
+		key := "?"
+		for _, m := range keyCondition.FindAllStringSubmatch(req.KeyConditionExpression, -1) {
+			name := m[1]
+			if n, ok := req.ExpressionAttributeNames[name]; ok {
+				name = n
+			}
+			if v, ok := req.ExpressionAttributeValues[m[2]]; ok && name == schema.PartitionKey && v.S != nil {
+				key = *v.S
+			}
+		}
+		out["dynamodb:Query"] = []string{key}
+	case "TransactWriteItems", "TransactGetItems":
+		for _, item := range req.TransactItems {
+			for kind, raw := range item {
+				var ti transactItem
+				json.Unmarshal(raw, &ti)
+				action, ok := itemActions[kind]
+				if !ok {
+					action = "dynamodb:" + op + "." + kind
+				}
+				k := pk(ti.Key)
+				if kind == "Put" {
+					k = pk(ti.Item)
+				}
+				out[action] = append(out[action], k)
+			}
+		}
+	case "BatchWriteItem":
+		for _, raw := range req.RequestItems {
+			var items batchWrite
+			json.Unmarshal(raw, &items)
+			for _, it := range items {
+				switch {
+				case it.PutRequest != nil:
+					out["dynamodb:BatchWriteItem"] = append(out["dynamodb:BatchWriteItem"], pk(it.PutRequest.Item))
+				case it.DeleteRequest != nil:
+					out["dynamodb:BatchWriteItem"] = append(out["dynamodb:BatchWriteItem"], pk(it.DeleteRequest.Key))
+				}
+			}
+		}
+	case "BatchGetItem":
+		for _, raw := range req.RequestItems {
+			var items batchGet
+			json.Unmarshal(raw, &items)
+			for _, k := range items.Keys {
+				out["dynamodb:BatchGetItem"] = append(out["dynamodb:BatchGetItem"], pk(k))
+			}
+		}
+	default: // Scan and the rest: no leading key IAM could hold to a partition
+		out["dynamodb:"+op] = []string{"?"}
+	}
+	return out
 }
 
 // itemActions is the IAM action each kind of transaction item needs: IAM
@@ -124,11 +231,24 @@ func (s *Server) record(r *http.Request, body []byte) {
 		actions = transactionActions(op, req.TransactItems)
 	}
 
+	var keys map[string][]string
+	if err == nil {
+		keys = leadingKeys(op, &req)
+	}
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[op]++
 	for _, a := range actions {
 		s.actions[a] = true
+	}
+	for a, pks := range keys {
+		if s.leading[a] == nil {
+			s.leading[a] = map[string]bool{}
+		}
+		for _, pk := range pks {
+			s.leading[a][pk] = true
+		}
 	}
 	if req.IndexName != "" {
 		s.indexes[req.IndexName] = true
@@ -185,6 +305,37 @@ func (s *Server) ResetCalls() {
 	clear(s.calls)
 	clear(s.actions)
 	clear(s.indexes)
+	clear(s.leading)
+}
+
+// LeadingKeys returns, by IAM action, the partition keys of the items the
+// calls since Start or the last ResetCalls touched (what IAM's
+// dynamodb:LeadingKeys condition sees), sorted.
+func (s *Server) LeadingKeys() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for a, pks := range s.leading {
+		out[a] = slices.Sorted(maps.Keys(pks))
+	}
+	return out
+}
+
+// CheckPolicy fails t as CheckGranted does, and also when a call touched
+// a partition that policy (the role of who: shared/store/dynamo/iam's
+// RoutePolicy, AuthorizerPolicy, TunnelServicePolicy) does not allow for
+// its action: the calls must pass IAM's dynamodb:LeadingKeys conditions as
+// the CDK app writes them.
+func (s *Server) CheckPolicy(t testing.TB, who string, policy iam.Policy) {
+	t.Helper()
+	s.CheckGranted(t, who, policy.Actions())
+	for action, pks := range s.LeadingKeys() {
+		for _, pk := range pks {
+			if slices.Contains(policy.Actions(), action) && !policy.Allows(action, pk) {
+				t.Errorf("%s: %s on the partition %q, which its IAM policy (shared/store/dynamo/iam: %v) does not allow", who, action, pk, policy)
+			}
+		}
+	}
 }
 
 // CheckGranted fails t when the calls since Start or the last ResetCalls

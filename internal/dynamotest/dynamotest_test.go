@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
 func TestCalls(t *testing.T) {
@@ -127,4 +129,82 @@ func (r *recorder) Helper() {}
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+// TestLeadingKeys: each call is noted with the partition keys it touches,
+// by action (a Query's from its key condition, a transaction's and a
+// batch's item by item), and CheckPolicy fails on a partition the policy
+// does not allow for the action.
+func TestLeadingKeys(t *testing.T) {
+	s := Start(t)
+	ctx := t.Context()
+	key := func(pk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: "s"}}
+	}
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	calls := []func() error{
+		func() error {
+			_, err := s.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.Table, Item: key("OWNER#a")})
+			return err
+		},
+		func() error {
+			_, err := s.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.Table, Key: key("USER#u")})
+			return err
+		},
+		func() error {
+			_, err := s.Client.Query(ctx, &dynamodb.QueryInput{TableName: &s.Table,
+				KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :p)"),
+				ExpressionAttributeNames:  map[string]string{"#pk": "pk", "#sk": "sk"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str("ALERTS"), ":p": str("ALERT#")}})
+			return err
+		},
+		func() error {
+			_, err := s.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{ConditionCheck: &types.ConditionCheck{TableName: &s.Table, Key: key("OWNER#a"), ConditionExpression: aws.String("attribute_exists(pk)")}},
+				{Put: &types.Put{TableName: &s.Table, Item: key("OWNER#b")}},
+			}})
+			return err
+		},
+		func() error {
+			_, err := s.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+				s.Table: {{DeleteRequest: &types.DeleteRequest{Key: key("OWNER#c")}}, {PutRequest: &types.PutRequest{Item: key("TOKEN#t")}}},
+			}})
+			return err
+		},
+	}
+	for _, call := range calls {
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]string{
+		"dynamodb:PutItem":            {"OWNER#a", "OWNER#b"},
+		"dynamodb:GetItem":            {"USER#u"},
+		"dynamodb:Query":              {"ALERTS"},
+		"dynamodb:ConditionCheckItem": {"OWNER#a"},
+		"dynamodb:BatchWriteItem":     {"OWNER#c", "TOKEN#t"},
+	}
+	got := s.LeadingKeys()
+	if len(got) != len(want) {
+		t.Errorf("leading keys %v, want %v", got, want)
+	}
+	for a, pks := range want {
+		if !slices.Equal(got[a], pks) {
+			t.Errorf("%s: leading keys %v, want %v", a, got[a], pks)
+		}
+	}
+
+	all := []string{"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
+	rec := &recorder{TB: t}
+	s.CheckPolicy(rec, "a role", iam.Policy{{Actions: all, Partitions: []string{"OWNER#*", "USER#*", "ALERTS", "TOKEN#*"}}})
+	if len(rec.errors) != 0 {
+		t.Errorf("CheckPolicy of every partition: %q", rec.errors)
+	}
+	s.CheckPolicy(rec, "a role", iam.Policy{
+		{Actions: []string{"dynamodb:GetItem", "dynamodb:Query"}, Partitions: []string{"OWNER#*", "USER#*", "ALERTS", "TOKEN#*"}},
+		{Actions: []string{"dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:PutItem"}, Partitions: []string{"OWNER#*"}},
+	})
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], `dynamodb:BatchWriteItem on the partition "TOKEN#t"`) {
+		t.Errorf("CheckPolicy with writes on OWNER# only: %q, want one error naming the BatchWriteItem on TOKEN#t", rec.errors)
+	}
 }

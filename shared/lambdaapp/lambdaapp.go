@@ -9,6 +9,7 @@ package lambdaapp
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/app"
@@ -17,12 +18,44 @@ import (
 	"github.com/sshdeck/sshdeck/shared/routes"
 )
 
-// Route builds the entry point of the named route's function.
+// Route builds the entry point of the named route's function, for a route
+// whose answer is buffered (not Stream in the route table).
 func Route(name string) (*lambdahttp.Handler, error) {
-	route, ok := routes.ByName(name)
-	if !ok {
-		return nil, fmt.Errorf("no route %q in the route table", name)
+	h, err := handler(name, false)
+	if err != nil {
+		return nil, err
 	}
+	return lambdahttp.New(h), nil
+}
+
+// StreamRoute builds the entry point of the named route's function, for a
+// route whose answer is streamed (Stream in the route table).
+func StreamRoute(name string) (*lambdahttp.StreamHandler, error) {
+	h, err := handler(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return lambdahttp.NewStream(h), nil
+}
+
+// handler builds the handler of the named route over the App of the
+// environment's settings, once the route table says it streams or not as
+// the caller does.
+func handler(name string, stream bool) (http.Handler, error) {
+	route, ok := routes.ByName(name)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("no route %q in the route table", name)
+	case route.Stream && !stream:
+		return nil, fmt.Errorf("route %s streams its answer (Stream in the route table): its entry point is StreamRoute", name)
+	case !route.Stream && stream:
+		return nil, fmt.Errorf("route %s buffers its answer (not Stream in the route table): its entry point is Route", name)
+	}
+	return open(route)
+}
+
+func open(route routes.Route) (http.Handler, error) {
+	name := route.Name
 	cfg, err := config.FromEnv()
 	if err != nil {
 		return nil, err
@@ -42,5 +75,5 @@ func Route(name string) (*lambdahttp.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lambdahttp.New(api.New(apiCfg).Handler(name)), nil
+	return api.New(apiCfg).Handler(name), nil
 }

@@ -287,7 +287,7 @@ func TestCallCounts(t *testing.T) {
 		}
 		method, _, _ := strings.Cut(step.name, " ")
 		for _, who := range callers[method] {
-			srv.CheckGranted(t, step.name+" in "+who, granted(t, who))
+			srv.CheckPolicy(t, step.name+" in "+who, granted(t, who))
 		}
 		stepped[method] = true
 	}

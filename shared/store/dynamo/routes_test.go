@@ -72,7 +72,7 @@ func TestRouteCalls(t *testing.T) {
 			t.Errorf("%s: got calls %v, want %v", step.route, got, step.want)
 		}
 		who, _, _ := strings.Cut(step.route, ",")
-		srv.CheckGranted(t, step.route, granted(t, who))
+		srv.CheckPolicy(t, step.route, granted(t, who))
 	}
 }
 
@@ -123,19 +123,19 @@ var callers = map[string][]string{
 	"AddKnownHost":       {"tunnel service"},
 }
 
-// granted returns the IAM actions on the table of who: a route, the
+// granted returns the IAM policy on the table of who: a route, the
 // authorizer or the tunnel service.
-func granted(t *testing.T, who string) []string {
+func granted(t *testing.T, who string) iam.Policy {
 	t.Helper()
 	switch who {
 	case "authorizer":
-		return iam.Authorizer
+		return iam.AuthorizerPolicy()
 	case "tunnel service":
-		return iam.TunnelService
+		return iam.TunnelServicePolicy()
 	}
-	actions, ok := iam.RouteActions(who)
+	policy, ok := iam.RoutePolicy(who)
 	if !ok {
 		t.Fatalf("%s is neither a route nor the authorizer nor the tunnel service", who)
 	}
-	return actions
+	return policy
 }
