@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/lambdaapp"
 	"github.com/sshdeck/sshdeck/shared/lambdahttp"
 	"github.com/sshdeck/sshdeck/shared/routes"
@@ -117,7 +118,7 @@ func seedHosts(t testing.TB, store sshdeck.Store, sealer *secret.Sealer, owner s
 				sealed, err := sealer.SealCredentials(ctx, sshdeck.Credentials{Key: bigKey(id, quotaKey)}, ad, nil)
 				if err == nil {
 					h.Sealed = sealed
-					err = store.CreateHost(ctx, h)
+					err = store.CreateHost(ctx, h, config.DefaultLimits.Hosts)
 				}
 				if err != nil {
 					select {
