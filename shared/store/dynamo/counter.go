@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -14,21 +15,36 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Counted kinds. A quota (an owner's hosts, a host's shortcuts) is kept
-// exact by a count on a counter item, changed in the same transaction as
-// the item it counts: an add is a TransactWriteItems of the add's own
-// writes and the counter's `ADD count 1` conditioned `count < :max`, a
-// delete one of the delete and `ADD count -1`. DynamoDB serializes
-// transactions on an item, so two adds at max-1 cannot both pass.
+// Counted kinds. Every quota of the store (an owner's hosts and tunnels, a
+// host's shortcuts, a user's live tokens) is held by one mechanism: a
+// counter item, changed in the same TransactWriteItems as the write it
+// counts (addCounted, removeCounted). DynamoDB serializes transactions on
+// an item, so two adds at max-1 cannot both pass.
 //
-// A counter item written before there were counts has none. The first add
-// that finds it so counts the items once (a consistent Query, Select
-// COUNT) and sets the count in its transaction, conditioned on there still
-// being none; a delete that finds none adds 1 to uncountedDeletes instead,
-// conditioned on there still being no count. The add's transaction also
-// requires uncountedDeletes to be what it read before its Query, so a
-// delete between the Query and the transaction (which the Query may have
-// counted) sends the add back to count again: the count set is exact.
+// A counter is of one of two rules:
+//
+//   - a stored count (hosts, shortcuts, tunnels): the counter item holds
+//     count (N); an add is `ADD count 1` conditioned `count < :max`
+//     (`attribute_exists(count)` without a limit), a delete `ADD count -1`
+//     conditioned `attribute_exists(count)`.
+//   - a live count (tokens): what is counted stops counting without a
+//     write (a token expires), so no count can be stored. Every add counts
+//     the items that are live at its time (the same Query, with a test of
+//     each item, counter.live) and commits conditioned on the counter's
+//     guard attribute (counter.guard) being as read before the Query,
+//     moving it on: of two concurrent adds, the second finds the guard
+//     moved and counts again. A delete only lowers a live count and needs
+//     no change of the counter (removeCounted is not called).
+//
+// A stored counter written before there were counts has none. The first
+// add that finds it so counts the items once (a consistent Query, Select
+// COUNT: the same count a live counter makes at every add) and sets the
+// count in its transaction, conditioned on there still being none; a delete
+// that finds none adds 1 to uncountedDeletes instead, conditioned on there
+// still being no count. The add's transaction also requires
+// uncountedDeletes to be what it read before its Query, so a delete between
+// the Query and the transaction (which the Query may have counted) sends
+// the add back to count again: the count set is exact.
 const (
 	attrCount     = "count"
 	attrUncounted = "uncountedDeletes"
@@ -36,21 +52,39 @@ const (
 
 // counterAttempts bounds the transactions of one counted write: lost races
 // (TransactionConflict, or a counter that changed since it was read) are
-// retried after a short jittered wait, then the write is a Conflict.
+// retried, after a jittered wait when another transaction held the item
+// (sleep), then the write is a Conflict (busy).
 const counterAttempts = 8
 
 // counterBackoff is the wait before the first retry; it doubles.
 const counterBackoff = 10 * time.Millisecond
 
-// errAtLimit is addCounted's answer when the count is at max: the caller
-// says which limit.
-var errAtLimit = errors.New("at the limit")
+// atLimit is addCounted's answer when the count is at max: the caller says
+// which limit.
+type atLimit struct{ count int64 }
+
+func (e *atLimit) Error() string { return fmt.Sprintf("at the limit (%d counted)", e.count) }
+
+// reachedLimit is the count of an atLimit error, and whether err is one.
+func reachedLimit(err error) (int64, bool) {
+	e, ok := errors.AsType[*atLimit](err)
+	if !ok {
+		return 0, false
+	}
+	return e.count, true
+}
 
 // counter is a count: the item that holds it and the query of the items it
-// counts, for a counter item without a count.
+// counts. live and guard make it a live count (see the top of this file);
+// without them the count is stored.
 type counter struct {
 	key   key
 	items func() *dynamodb.QueryInput
+	// live says whether an item of the query counts (a live count only).
+	live func(item map[string]types.AttributeValue) (bool, error)
+	// guard is the attribute of the counter item that every add of a live
+	// count moves on.
+	guard string
 }
 
 // hostCounter counts an owner's hosts on the host-id counter (SEQ#HOST).
@@ -69,24 +103,77 @@ func shortcutCounter(owner string, id int64) counter {
 	}}
 }
 
+// tunnelCounter counts an owner's tunnels on OWNER#<owner>/COUNT#TUNNELS.
+func tunnelCounter(owner string) counter {
+	return counter{key: key{ownerPK(owner), "COUNT#TUNNELS"}, items: func() *dynamodb.QueryInput {
+		return prefixQuery(tunnelsPK, tunnelSKPrefix(owner))
+	}}
+}
+
+// tokenCounter counts a user's live tokens at now, a live count: the
+// items listing the user's unrevoked tokens (userTokenKey) that have not
+// expired at now, guarded by tokenSeq on the user's item.
+func tokenCounter(userID string, now time.Time) counter {
+	return counter{
+		key: userKey(userID),
+		items: func() *dynamodb.QueryInput {
+			in := prefixQuery(userKey(userID).pk, userTokenSKPrefix)
+			in.ProjectionExpression = aws.String("#sk, #expiresAt")
+			in.ExpressionAttributeNames["#expiresAt"] = "expiresAt"
+			return in
+		},
+		live: func(item map[string]types.AttributeValue) (bool, error) {
+			f, d := decode(item)
+			exp := f.time("expiresAt")
+			return exp.IsZero() || now.Before(exp), d.done("listed token")
+		},
+		guard: attrTokenSeq,
+	}
+}
+
+// countItems counts the items of c: a consistent Query of them, every page;
+// Select COUNT for a stored count, the items tested one by one for a live
+// one.
+func (s *Store) countItems(ctx context.Context, c counter) (int64, error) {
+	if c.live == nil {
+		n, err := s.count(ctx, c.items())
+		return int64(n), err
+	}
+	lives, err := query(ctx, s, c.items(), c.live)
+	n := int64(0)
+	for _, live := range lives {
+		if live {
+			n++
+		}
+	}
+	return n, err
+}
+
 // counterState is a consistent read of a counter item.
 type counterState struct {
-	seq          int64 // the host-id counter's n; 0 when absent
+	item         map[string]types.AttributeValue // nil when absent
+	seq          int64                           // the host-id counter's n; 0 when absent
 	count        int64
 	counted      bool // count is present
 	uncounted    int64
 	uncountedSet bool // uncountedDeletes is present
+	guard        int64
+	guardSet     bool // the live count's guard is present
 }
 
-func (s *Store) readCounter(ctx context.Context, k key) (*counterState, error) {
-	item, err := s.getItem(ctx, k)
+func (s *Store) readCounter(ctx context.Context, c counter) (*counterState, error) {
+	item, err := s.getItem(ctx, c.key)
 	if err != nil {
 		return nil, err
 	}
 	f, d := decode(item)
-	st := &counterState{seq: f.int64(attrSeq), count: f.int64(attrCount), uncounted: f.int64(attrUncounted)}
+	st := &counterState{item: item, seq: f.int64(attrSeq), count: f.int64(attrCount), uncounted: f.int64(attrUncounted)}
 	_, st.counted = item[attrCount]
 	_, st.uncountedSet = item[attrUncounted]
+	if c.guard != "" {
+		st.guard = f.int64(c.guard)
+		_, st.guardSet = item[c.guard]
+	}
 	return st, d.done("counter")
 }
 
@@ -101,18 +188,29 @@ type expr struct {
 	values map[string]types.AttributeValue
 }
 
-func newExpr() *expr {
+// newExpr starts the update of c's item. A stored counter's item is the
+// counter's own, of the same layout in every schema version, so the update
+// sets sv; a live counter's guard is an attribute of an item of another
+// kind (a user), whose sv stays as it is.
+func newExpr(c counter) *expr {
 	e := &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
-	e.set = append(e.set, "#sv = :sv")
-	e.names["#sv"], e.values[":sv"] = attrSchemaVersion, num(schemaVersion)
+	if c.live == nil {
+		e.set = append(e.set, "#sv = :sv")
+		e.names["#sv"], e.values[":sv"] = attrSchemaVersion, num(schemaVersion)
+		e.names["#c"] = attrCount
+	}
 	return e
 }
 
 func (e *expr) update(table *string, k key) *types.Update {
-	text := "SET " + strings.Join(e.set, ", ")
-	if len(e.add) > 0 {
-		text += " ADD " + strings.Join(e.add, ", ")
+	var clauses []string
+	if len(e.set) > 0 {
+		clauses = append(clauses, "SET "+strings.Join(e.set, ", "))
 	}
+	if len(e.add) > 0 {
+		clauses = append(clauses, "ADD "+strings.Join(e.add, ", "))
+	}
+	text := strings.Join(clauses, " ")
 	u := &types.Update{
 		TableName:                 table,
 		Key:                       k.attrs(),
@@ -131,41 +229,63 @@ func (e *expr) update(table *string, k key) *types.Update {
 }
 
 // addCounted runs writes (the add's own items, conditioned as the caller
-// needs) in one transaction with the increment of c, conditioned on the
-// count being below max; raise, when not nil, adds to the counter's update
-// what the caller needs besides (CreateHost: the host-id counter), given
-// the counter as read (nil before any read). It returns the index in writes
-// of the first item whose condition failed (-1 for none), errAtLimit when
-// the count is at max, or another error.
+// needs) in one transaction with the update of c, conditioned on the count
+// being below max (for a stored count, 0 is no limit and the count is kept
+// all the same; a live count is always limited, 0 allowing none); raise,
+// when not nil, adds to the counter's update what the caller needs besides
+// (CreateHost: the host-id counter; CreateTokenWithin: the user enabled),
+// given the counter as read (nil before any read), or refuses the add with
+// an error. It returns the index in writes of the first item whose
+// condition failed (-1 for none), an *atLimit when the count is at max, or
+// another error.
 //
-// The first transaction assumes a count below max (the usual case) and
-// reads nothing; when the counter's condition fails, or the transaction
-// lost a race, a consistent GetItem of the counter tells why and the next
-// attempt is built from it (a Query counts the items of a counter without
-// a count).
-func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []types.TransactWriteItem, raise func(st *counterState, e *expr)) (int, error) {
+// For a stored count, the first transaction assumes a count below max (the
+// usual case) and reads nothing; when the counter's condition fails, or the
+// transaction lost a race, a consistent GetItem of the counter tells why
+// and the next attempt is built from it (a Query counts the items of a
+// counter without a count). A live count reads the counter and counts
+// before every transaction.
+func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []types.TransactWriteItem, raise func(st *counterState, e *expr) error) (int, error) {
 	var st *counterState
 	wait := counterBackoff
 	for attempt := 1; ; attempt++ {
-		e := newExpr()
-		e.names["#c"] = attrCount
-		if raise != nil {
-			raise(st, e)
+		if c.live != nil {
+			var err error
+			if st, err = s.readCounter(ctx, c); err != nil {
+				return -1, err
+			}
 		}
-		if st == nil || st.counted {
-			e.add = append(e.add, "#c :one")
-			e.cond = append(e.cond, "#c < :max")
-			e.values[":one"], e.values[":max"] = num(1), num(int64(max))
-		} else {
-			n, err := s.count(ctx, c.items())
+		e := newExpr(c)
+		if raise != nil {
+			if err := raise(st, e); err != nil {
+				return -1, err
+			}
+		}
+		switch {
+		case c.live != nil || st != nil && !st.counted:
+			// Count the items: at every add of a live count, once for a
+			// stored counter without a count.
+			n, err := s.countItems(ctx, c)
 			if err != nil {
 				return -1, err
 			}
-			if n >= max {
-				return -1, errAtLimit
+			if (max > 0 || c.live != nil) && n >= int64(max) {
+				return -1, &atLimit{n}
+			}
+			if c.live != nil {
+				e.names["#g"] = c.guard
+				e.set = append(e.set, "#g = :next")
+				e.values[":next"] = num(st.guard + 1)
+				if st.guardSet {
+					e.cond = append(e.cond, "#g = :g")
+					e.values[":g"] = num(st.guard)
+				} else {
+					e.cond = append(e.cond, "attribute_not_exists(#g)")
+				}
+				break
 			}
 			e.set = append(e.set, "#c = :n")
-			e.values[":n"] = num(int64(n) + 1)
+			e.values[":n"] = num(n + 1)
 			e.names["#u"] = attrUncounted
 			e.cond = append(e.cond, "attribute_not_exists(#c)")
 			if st.uncountedSet {
@@ -174,16 +294,25 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 			} else {
 				e.cond = append(e.cond, "attribute_not_exists(#u)")
 			}
+		default:
+			e.add = append(e.add, "#c :one")
+			e.values[":one"] = num(1)
+			if max > 0 {
+				e.cond = append(e.cond, "#c < :max")
+				e.values[":max"] = num(int64(max))
+			} else {
+				e.cond = append(e.cond, "attribute_exists(#c)")
+			}
 		}
 		items := append(writes[:len(writes):len(writes)], types.TransactWriteItem{Update: e.update(&s.table, c.key)})
 		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		failed := failedItem(err)
+		failed, conflict := cancellation(err)
 		switch {
 		case err == nil:
 			return -1, nil
 		case failed >= 0 && failed < len(writes):
 			return failed, nil
-		case failed < 0 && !conflicted(err):
+		case failed < 0 && !conflict:
 			return -1, err
 		}
 		// The counter's condition failed or the transaction lost a race:
@@ -196,25 +325,31 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 				return -1, err
 			}
 		}
-		if st, err = s.readCounter(ctx, c.key); err != nil {
+		if c.live != nil {
+			continue // read at the top
+		}
+		if st, err = s.readCounter(ctx, c); err != nil {
 			return -1, err
 		}
-		if st.counted && st.count >= int64(max) {
-			return -1, errAtLimit
+		if st.counted && max > 0 && st.count >= int64(max) {
+			return -1, &atLimit{st.count}
 		}
 	}
 }
 
 // removeCounted runs write (a delete, conditioned as its caller needs) in
-// one transaction with the decrement of c, or, when c has no count, with
-// the increment of its uncountedDeletes (see the top of this file). It
-// returns 0 when write's condition failed (-1 otherwise), or an error.
+// one transaction with the decrement of c's stored count, or, when c has no
+// count, with the increment of its uncountedDeletes (see the top of this
+// file). It returns 0 when write's condition failed (-1 otherwise), or an
+// error.
 func (s *Store) removeCounted(ctx context.Context, c counter, write types.TransactWriteItem) (int, error) {
+	if c.live != nil {
+		return -1, errors.New("a live count has no remove")
+	}
 	counted := true
 	wait := counterBackoff
 	for attempt := 1; ; attempt++ {
-		e := newExpr()
-		e.names["#c"] = attrCount
+		e := newExpr(c)
 		if counted {
 			e.add = append(e.add, "#c :minus")
 			e.values[":minus"] = num(-1)
@@ -228,13 +363,13 @@ func (s *Store) removeCounted(ctx context.Context, c counter, write types.Transa
 		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: []types.TransactWriteItem{write, {Update: e.update(&s.table, c.key)}},
 		})
-		failed := failedItem(err)
+		failed, conflict := cancellation(err)
 		switch {
 		case err == nil:
 			return -1, nil
 		case failed == 0:
 			return 0, nil
-		case failed < 0 && !conflicted(err):
+		case failed < 0 && !conflict:
 			return -1, err
 		case attempt == counterAttempts:
 			return -1, busy()
@@ -248,26 +383,51 @@ func (s *Store) removeCounted(ctx context.Context, c counter, write types.Transa
 	}
 }
 
-// conflicted reports whether err is a lost race between transactions (or a
-// single write and a transaction) on one item, which DynamoDB refuses
-// rather than waits for and the SDK does not retry.
-func conflicted(err error) bool {
+// cancellation is the one reading of a failed write's reasons: the index
+// of the first item of a cancelled transaction whose condition failed (-1
+// for none, and for any other error), and whether the write lost a race to
+// another on one item (an item's TransactionConflict, or a single write's
+// TransactionConflictException), which DynamoDB refuses rather than waits
+// for and the SDK does not retry.
+func cancellation(err error) (failed int, conflict bool) {
 	if _, ok := errors.AsType[*types.TransactionConflictException](err); ok {
-		return true
+		return -1, true
 	}
 	tce, ok := errors.AsType[*types.TransactionCanceledException](err)
 	if !ok {
-		return false
+		return -1, false
 	}
-	for _, r := range tce.CancellationReasons {
-		if aws.ToString(r.Code) == "TransactionConflict" {
-			return true
+	failed = -1
+	for i, r := range tce.CancellationReasons {
+		// Reason codes, as documented for TransactWriteItems; the SDK has
+		// no constants for them.
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			if failed < 0 {
+				failed = i
+			}
+		case "TransactionConflict":
+			conflict = true
 		}
 	}
-	return false
+	return failed, conflict
 }
 
-// sleep waits about *wait (jittered), or until ctx ends, and doubles *wait.
+// failedItem is the first item of a cancelled transaction whose condition
+// failed, or -1 (cancellation).
+func failedItem(err error) int {
+	failed, _ := cancellation(err)
+	return failed
+}
+
+// conflicted reports whether err is a lost race (cancellation).
+func conflicted(err error) bool {
+	_, conflict := cancellation(err)
+	return conflict
+}
+
+// sleep waits about *wait (jittered), or until ctx ends, and doubles *wait:
+// the one wait between the attempts of a write that lost a race.
 func sleep(ctx context.Context, wait *time.Duration) error {
 	t := time.NewTimer(*wait/2 + rand.N(*wait))
 	defer t.Stop()
@@ -282,4 +442,9 @@ func sleep(ctx context.Context, wait *time.Duration) error {
 
 func busy() error {
 	return sshdeck.Errorf(sshdeck.Conflict, "too many concurrent changes; try again")
+}
+
+func isAtLimit(err error) bool {
+	_, ok := reachedLimit(err)
+	return ok
 }

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -196,7 +195,7 @@ func (s *Store) AddShortcut(ctx context.Context, e *sshdeck.FileEntry, limit int
 		return false, hostNotFound(e.HostID)
 	case failed == 1:
 		return false, nil // the path is a shortcut already, left as it is
-	case errors.Is(err, errAtLimit):
+	case isAtLimit(err):
 		found, err := s.exists(ctx, k)
 		switch {
 		case err != nil:

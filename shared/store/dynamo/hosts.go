@@ -77,7 +77,7 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 		return fmt.Errorf("dynamo: create host: limit %d is not positive", max)
 	}
 	item := hostKey(h.Owner, h.ID).with(hostAttrs(h))
-	raise := func(st *counterState, e *expr) {
+	raise := func(st *counterState, e *expr) error {
 		e.names["#n"] = attrSeq
 		e.values[":id"] = num(h.ID)
 		switch {
@@ -96,6 +96,7 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 			delete(e.names, "#n") // n only grows: nothing to check
 			delete(e.values, ":id")
 		}
+		return nil
 	}
 	// The host's count of shortcuts starts with it, at 0, so that its
 	// first shortcut need not count them (a host of before the counts has
@@ -109,7 +110,7 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 	switch {
 	case failed == 0:
 		return hostExists(h.ID)
-	case errors.Is(err, errAtLimit):
+	case isAtLimit(err):
 		return sshdeck.HostsExceeded(max)
 	}
 	return wrap("create host", err)

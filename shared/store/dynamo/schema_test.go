@@ -376,13 +376,13 @@ func TestSchema2Items(t *testing.T) {
 	s, srv := start(t)
 	writeEveryKind(t, s, schema1Values())
 	// Besides the dump's kinds, each owner of tunnels has a count of them
-	// (tunnelcount.go) and each host a count of its shortcuts, and the
-	// host counter counts hosts (counter.go): schema 1 had none of them.
+	// and each host a count of its shortcuts, and the host counter counts
+	// hosts (counter.go): schema 1 had none of them.
 	var items []map[string]types.AttributeValue
 	counts := map[string]string{}
 	for _, item := range scan(t, srv) {
 		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == "COUNT#TUNNELS" {
-			counts[item["pk"].(*types.AttributeValueMemberS).Value] = item["n"].(*types.AttributeValueMemberN).Value
+			counts[item["pk"].(*types.AttributeValueMemberS).Value] = item["count"].(*types.AttributeValueMemberN).Value
 			continue
 		}
 		if strings.HasSuffix(attr(item, "sk"), "#COUNT#SHORTCUT") ||

@@ -212,23 +212,6 @@ func conditionFailed(err error) bool {
 	return ok
 }
 
-// failedItem returns the index of the first item of a cancelled transaction
-// whose condition failed, or -1 when err is anything else.
-func failedItem(err error) int {
-	tce, ok := errors.AsType[*types.TransactionCanceledException](err)
-	if !ok {
-		return -1
-	}
-	for i, r := range tce.CancellationReasons {
-		// A reason code, as documented for TransactWriteItems; the SDK has
-		// no constant for it.
-		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-			return i
-		}
-	}
-	return -1
-}
-
 // wrap leaves coded errors alone: their message is meant for the caller.
 func wrap(op string, err error) error {
 	if err == nil {

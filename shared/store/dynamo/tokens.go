@@ -30,16 +30,22 @@ func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
 	if t.ID == "" || t.UserID == "" || t.Hash == "" {
 		return errors.New("dynamo: create token: id, user id and hash are required")
 	}
-	err := s.createToken(ctx, t, nil)
+	err := s.createToken(ctx, t)
 	return wrap("create token", err)
 }
 
-// errGuard is the failure of the guard item of createToken's transaction.
-var errGuard = errors.New("dynamo: the guard of the token's transaction failed")
+// createToken is CreateToken's transaction.
+func (s *Store) createToken(ctx context.Context, t *sshdeck.Token) error {
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: s.tokenWrites(t)})
+	if conflict := tokenConflict(t, failedItem(err)); conflict != nil {
+		return conflict
+	}
+	return err
+}
 
-// createToken is CreateToken's transaction, with guard (when not nil) as
-// its last item: errGuard when the guard's condition failed.
-func (s *Store) createToken(ctx context.Context, t *sshdeck.Token, guard *types.Update) error {
+// tokenWrites are the puts of a new token: at its hash (listed in gsi1),
+// at its id, and in its user's partition, each only if absent.
+func (s *Store) tokenWrites(t *sshdeck.Token) []types.TransactWriteItem {
 	token := tokenKey(t.Hash).with(tokenAttrs(t))
 	token[attrGSI1PK] = str(userKey(t.UserID).pk)
 	token[attrGSI1SK] = str(tokenGSI1SK(t.CreatedAt, t.ID))
@@ -48,21 +54,19 @@ func (s *Store) createToken(ctx context.Context, t *sshdeck.Token, guard *types.
 	if ttl, ok := tokenTTL(t.ExpiresAt); ok {
 		token[attrTTL], pointer[attrTTL], listed[attrTTL] = ttl, ttl, ttl
 	}
-	items := []types.TransactWriteItem{{Put: s.putNew(token)}, {Put: s.putNew(pointer)}, {Put: s.putNew(listed)}}
-	if guard != nil {
-		items = append(items, types.TransactWriteItem{Update: guard})
-	}
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	switch failedItem(err) {
+	return []types.TransactWriteItem{{Put: s.putNew(token)}, {Put: s.putNew(pointer)}, {Put: s.putNew(listed)}}
+}
+
+// tokenConflict is the Conflict of the failed item of tokenWrites, or nil.
+func tokenConflict(t *sshdeck.Token, failed int) error {
+	switch failed {
 	case 0:
 		// The hash is not echoed: it identifies a live credential.
 		return sshdeck.Errorf(sshdeck.Conflict, "token hash exists")
 	case 1, 2:
 		return sshdeck.Errorf(sshdeck.Conflict, "token %q exists", t.ID)
-	case 3:
-		return errGuard
 	}
-	return err
+	return nil
 }
 
 // TokenByHash returns the token with the hash: one consistent GetItem, as it
@@ -79,20 +83,17 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*sshdeck.Token, e
 	return t, wrap("token by hash", err)
 }
 
-// tokenAttempts bounds how often CreateTokenWithin counts again after
-// another create for the same user won the race.
-const tokenAttempts = 5
-
-// CreateTokenWithin reads the user (a consistent GetItem: absent, disabled,
-// and its tokenSeq), counts the user's listed tokens that have not expired
-// at t.CreatedAt (a consistent Query of userTokenKey items), and below the
-// limit runs CreateToken's transaction with a fourth item: an update of the
-// user item that moves tokenSeq on, only if it is still what was read and
-// the user is not disabled. Two concurrent creates both read the same
-// tokenSeq, so one of them fails its transaction and counts again: the
-// count a create commits on is the count of the moment it commits, and no
-// two creates pass the limit together. A revocation deletes its listing
-// item, which only lowers a count: it needs no tokenSeq.
+// CreateTokenWithin stores t as CreateToken does, with the user's count
+// of live tokens (tokenCounter, a live count: see counter.go): addCounted
+// reads the user (a consistent GetItem: absent is NotFound, disabled
+// Conflict), counts the user's listed tokens that have not expired at
+// t.CreatedAt (a consistent Query of the userTokenKey items), and below the
+// limit runs CreateToken's three puts with an update of the user item that
+// moves tokenSeq on, only if it is still what was read and the user is not
+// disabled. Of two concurrent creates, one fails its transaction and counts
+// again: the count a create commits on is the count of the moment it
+// commits, and no two creates pass the limit together. A revocation deletes
+// its listing item, which only lowers a count: it needs no tokenSeq.
 //
 // Tokens made before the listing items existed are not listed, and not
 // counted: revoke them (token revoke --all) to be exact.
@@ -100,79 +101,31 @@ func (s *Store) CreateTokenWithin(ctx context.Context, t *sshdeck.Token, limit i
 	if t.ID == "" || t.UserID == "" || t.Hash == "" {
 		return errors.New("dynamo: create token: id, user id and hash are required")
 	}
-	for range tokenAttempts {
-		item, err := s.getItem(ctx, userKey(t.UserID))
-		if err != nil {
-			return wrap("create token", err)
-		}
-		if item == nil {
+	name := t.UserID
+	enabled := func(st *counterState, e *expr) error {
+		if st.item == nil {
 			return sshdeck.Errorf(sshdeck.NotFound, "user %q not found", t.UserID)
 		}
-		u, err := decodeUser(item)
+		u, err := decodeUser(st.item)
 		if err != nil {
-			return wrap("create token", err)
+			return err
 		}
-		f, d := decode(item)
-		seq := f.int64(attrTokenSeq)
-		if err := d.done("user"); err != nil {
-			return wrap("create token", err)
-		}
-		if u.Disabled {
+		if name = u.Name; u.Disabled {
 			return sshdeck.Errorf(sshdeck.Conflict, "user %q is disabled", u.Name)
 		}
-		live, err := s.liveTokens(ctx, t.UserID, t.CreatedAt)
-		if err != nil {
-			return wrap("create token", err)
-		}
-		if live >= limit {
-			return sshdeck.Errorf(sshdeck.LimitExceeded, "user %q has %d tokens that are neither revoked nor expired, the most one may have (the limit of tokens per user); revoke one first", u.Name, live)
-		}
-		guard := &types.Update{
-			TableName:           &s.table,
-			Key:                 userKey(t.UserID).attrs(),
-			ConditionExpression: aws.String("attribute_exists(#pk) AND (attribute_not_exists(#disabled) OR #disabled = :false) AND #seq = :seq"),
-			UpdateExpression:    aws.String("SET #seq = :next"),
-			ExpressionAttributeNames: map[string]string{
-				"#pk": attrPK, "#disabled": attrDisabled, "#seq": attrTokenSeq,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":false": boolean(false), ":seq": num(seq), ":next": num(seq + 1),
-			},
-		}
-		if seq == 0 {
-			guard.ConditionExpression = aws.String("attribute_exists(#pk) AND (attribute_not_exists(#disabled) OR #disabled = :false) AND attribute_not_exists(#seq)")
-			delete(guard.ExpressionAttributeValues, ":seq")
-		}
-		err = s.createToken(ctx, t, guard)
-		if err != errGuard {
-			return wrap("create token", err)
-		}
+		e.names["#pk"], e.names["#disabled"] = attrPK, attrDisabled
+		e.values[":false"] = boolean(false)
+		e.cond = append(e.cond, "attribute_exists(#pk)", "attribute_not_exists(#disabled) OR #disabled = :false")
+		return nil
 	}
-	return sshdeck.Errorf(sshdeck.Conflict, "tokens of user %q are being created concurrently; try again", t.UserID)
-}
-
-// liveTokens counts the user's listed tokens that have not expired at now:
-// one consistent Query of the userTokenKey items (of which a revoked token
-// has none), their sort keys and expiry only.
-func (s *Store) liveTokens(ctx context.Context, userID string, now time.Time) (int, error) {
-	in := prefixQuery(userKey(userID).pk, userTokenSKPrefix)
-	in.ProjectionExpression = aws.String("#sk, #expiresAt")
-	in.ExpressionAttributeNames["#expiresAt"] = "expiresAt"
-	expiries, err := query(ctx, s, in, func(item map[string]types.AttributeValue) (time.Time, error) {
-		f, d := decode(item)
-		exp := f.time("expiresAt")
-		return exp, d.done("listed token")
-	})
-	if err != nil {
-		return 0, err
+	failed, err := s.addCounted(ctx, tokenCounter(t.UserID, t.CreatedAt), limit, s.tokenWrites(t), enabled)
+	if conflict := tokenConflict(t, failed); conflict != nil {
+		return conflict
 	}
-	live := 0
-	for _, exp := range expiries {
-		if exp.IsZero() || now.Before(exp) {
-			live++
-		}
+	if live, ok := reachedLimit(err); ok {
+		return sshdeck.Errorf(sshdeck.LimitExceeded, "user %q has %d tokens that are neither revoked nor expired, the most one may have (the limit of tokens per user); revoke one first", name, live)
 	}
-	return live, nil
+	return wrap("create token", err)
 }
 
 // RevokeToken follows the id's pointer to the token, reads it, and unless

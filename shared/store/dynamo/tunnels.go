@@ -26,7 +26,7 @@ const freeHolder = ""
 // every attribute of t but the lease, REMOVEs those t has none of (as a put
 // would), conditioned generation = t.Generation-1. A failed condition is
 // Conflict, also on an absent tunnel. Generation 1 is CreateTunnel without
-// a limit (tunnelcount.go), so that the owner's count counts it.
+// a limit, so that the owner's count counts it.
 func (s *Store) PutTunnel(ctx context.Context, t *sshdeck.Tunnel) error {
 	if t.Owner == "" || t.Name == "" {
 		return errors.New("dynamo: put tunnel: owner and name are required")
@@ -254,4 +254,100 @@ func tunnelConflict(name string, gen int64) error {
 		return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q exists", name)
 	}
 	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen-1)
+}
+
+// CreateTunnel stores t (generation 1) and raises the owner's count of
+// tunnels (tunnelCounter, a stored count: see counter.go) in one
+// TransactWriteItems (addCounted): a Put of the tunnel conditioned
+// attribute_not_exists(pk) and the Update of the count, conditioned below
+// limit (with a limit; 0 or less is none, the count is kept all the same). The
+// tunnel comes first: an existing name is Conflict whatever the count says.
+// When the count's condition fails, a consistent GetItem of it says why: at
+// the limit (LimitExceeded), no count yet (counted once by a Query, see
+// "Counted kinds" in README.md), or moved meanwhile (again).
+func (s *Store) CreateTunnel(ctx context.Context, t *sshdeck.Tunnel, limit int) error {
+	if t.Owner == "" || t.Name == "" {
+		return errors.New("dynamo: create tunnel: owner and name are required")
+	}
+	if t.Generation != 1 {
+		return errors.New("dynamo: create tunnel: generation must be 1")
+	}
+	put := s.putNew(tunnelKey(t.Owner, t.Name).with(tunnelAttrs(t)))
+	failed, err := s.addCounted(ctx, tunnelCounter(t.Owner), limit, []types.TransactWriteItem{{Put: put}}, nil)
+	switch {
+	case failed == 0:
+		return tunnelConflict(t.Name, 1)
+	case isAtLimit(err):
+		return sshdeck.TunnelLimit(limit)
+	}
+	return wrap("create tunnel", err)
+}
+
+// DeleteTunnel deletes the tunnel (its lease and sealed credentials are
+// attributes of its item) and lowers the owner's count in one
+// TransactWriteItems (removeCounted): a Delete conditioned
+// attribute_exists(pk) (and generation = :gen with a generation) and the
+// Update of the count. A failed tunnel condition is NotFound or Conflict,
+// which a GetItem tells apart (deleteRefused).
+func (s *Store) DeleteTunnel(ctx context.Context, owner, name string, gen int64) error {
+	del := &types.Delete{
+		TableName:                           &s.table,
+		Key:                                 tunnelKey(owner, name).attrs(),
+		ConditionExpression:                 aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:            map[string]string{"#pk": attrPK},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if gen != 0 {
+		del.ConditionExpression = aws.String("attribute_exists(#pk) AND #generation = :gen")
+		del.ExpressionAttributeNames["#generation"] = attrGeneration
+		del.ExpressionAttributeValues = map[string]types.AttributeValue{":gen": num(gen)}
+	}
+	failed, err := s.removeCounted(ctx, tunnelCounter(owner), types.TransactWriteItem{Delete: del})
+	if failed == 0 {
+		return s.deleteRefused(ctx, owner, name, gen)
+	}
+	return wrap("delete tunnel", err)
+}
+
+// deleteRefused tells NotFound from Conflict after a refused delete: one
+// consistent GetItem (minidyn does not return the item of a failed
+// transaction's condition).
+func (s *Store) deleteRefused(ctx context.Context, owner, name string, gen int64) error {
+	found, err := s.exists(ctx, tunnelKey(owner, name))
+	switch {
+	case err != nil:
+		return wrap("delete tunnel", err)
+	case !found:
+		return tunnelNotFound(name)
+	}
+	return sshdeck.Errorf(sshdeck.Conflict, "tunnel %q is not at generation %d", name, gen)
+}
+
+// StoppedTunnels returns every owner's tunnels that are neither to run nor
+// autoStart, last written before `before`: a consistent Query of the
+// TUNNELS partition (every page) filtered on run and autoStart, which reads
+// (and pays for) every tunnel, as RunnableTunnels does; the time is
+// compared here (stored times are not in byte order). The replicas call it
+// once an hour.
+func (s *Store) StoppedTunnels(ctx context.Context, before time.Time) ([]*sshdeck.Tunnel, error) {
+	tunnels, err := s.queryTunnels(ctx, &dynamodb.QueryInput{
+		KeyConditionExpression:   aws.String("#pk = :pk"),
+		FilterExpression:         aws.String("#run = :false AND #spec.#autoStart = :false"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#run": attrRun, "#spec": "spec", "#autoStart": "autoStart"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(tunnelsPK), ":false": &types.AttributeValueMemberBOOL{Value: false},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, wrap("stopped tunnels", err)
+	}
+	out := tunnels[:0]
+	for _, t := range tunnels {
+		if t.UpdatedAt.Before(before) {
+			out = append(out, t)
+		}
+	}
+	sortTunnels(out)
+	return out, nil
 }

@@ -52,7 +52,7 @@ func TestPutTunnelRequest(t *testing.T) {
 		return in
 	}
 
-	// Generation 1 is a create (tunnelcount.go): a transaction with the
+	// Generation 1 is a create (CreateTunnel): a transaction with the
 	// owner's count, not this UpdateItem.
 	if err := s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)); err != nil {
 		t.Fatal(err)

@@ -141,6 +141,7 @@ const (
 	// attrTokenSeq, on the item at the user's id only, counts the
 	// CreateTokenWithin that succeeded: each one's transaction moves it
 	// on only if it is where the count of the user's tokens found it.
+	// It is the guard of the live count of tokens (tokenCounter, counter.go).
 	attrTokenSeq = "tokenSeq"
 )
 

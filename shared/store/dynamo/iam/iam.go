@@ -93,9 +93,9 @@ var Authorizer = []string{getItem}
 // reads of tunnels, known hosts, tokens and users, the owner's count of
 // tunnels, and Ping (GetItem); the lists and counts (Query); every tunnel
 // write, the lease's and the count's included (UpdateItem); a new known
-// host, a new tunnel and a new count (PutItem, the last two in a
-// transaction); a tunnel deleted or forgotten (DeleteItem, in a
-// transaction with the count or alone). Do not modify it.
+// host and a new tunnel (PutItem, the tunnel in a transaction with its
+// count); a tunnel deleted or forgotten (DeleteItem, in a transaction with
+// the count). Do not modify it.
 var TunnelService = []string{deleteItem, getItem, putItem, query, updateItem}
 
 // ReadActions are the actions that only read. ConditionCheckItem reads
