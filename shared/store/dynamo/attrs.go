@@ -240,25 +240,7 @@ func (f fields) time(name string) time.Time {
 
 // strings reads a List of String; absent is nil.
 func (f fields) strings(name string) []string {
-	av := f.m[name]
-	l, ok := av.(*types.AttributeValueMemberL)
-	if !ok {
-		f.absent(av, name, "a list")
-		return nil
-	}
-	if len(l.Value) == 0 {
-		return nil
-	}
-	ss := make([]string, len(l.Value))
-	for i, e := range l.Value {
-		s, ok := e.(*types.AttributeValueMemberS)
-		if !ok {
-			f.fail(name, "a list of strings")
-			return nil
-		}
-		ss[i] = s.Value
-	}
-	return ss
+	return listOf(f, name, "a list of strings", func(s *types.AttributeValueMemberS) string { return s.Value })
 }
 
 // nested returns the fields of a Map; absent is a map of no attributes.
@@ -273,6 +255,13 @@ func (f fields) nested(name string) fields {
 
 // listOfMaps reads a List of Maps, each element by decode; absent is nil.
 func listOfMaps[T any](f fields, name string, decode func(fields) T) []T {
+	return listOf(f, name, "a list of maps", func(m *types.AttributeValueMemberM) T { return decode(fields{m: m.Value, d: f.d}) })
+}
+
+// listOf reads a List whose elements are all of type E, each turned into
+// a T by conv; absent (or empty) is nil, an element of another type the
+// item's error (what says what the list should hold).
+func listOf[E types.AttributeValue, T any](f fields, name, what string, conv func(E) T) []T {
 	av := f.m[name]
 	l, ok := av.(*types.AttributeValueMemberL)
 	if !ok {
@@ -284,12 +273,12 @@ func listOfMaps[T any](f fields, name string, decode func(fields) T) []T {
 	}
 	out := make([]T, len(l.Value))
 	for i, e := range l.Value {
-		m, ok := e.(*types.AttributeValueMemberM)
+		v, ok := e.(E)
 		if !ok {
-			f.fail(name, "a list of maps")
+			f.fail(name, what)
 			return nil
 		}
-		out[i] = decode(fields{m: m.Value, d: f.d})
+		out[i] = conv(v)
 	}
 	return out
 }
