@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -19,9 +18,8 @@ const (
 	// resends of what DynamoDB left unprocessed.
 	batchAttempts = 8
 	// batchBackoff is the wait before the first resend; it doubles after
-	// each, up to batchMaxBackoff, so that a throttled partition gets time.
-	batchBackoff    = 25 * time.Millisecond
-	batchMaxBackoff = time.Second
+	// each (sleep), so that a throttled partition gets time.
+	batchBackoff = 25 * time.Millisecond
 )
 
 // deleteAll deletes the items at keys, batchSize per BatchWriteItem. The
@@ -60,13 +58,8 @@ func (s *Store) batchWrite(ctx context.Context, reqs []types.WriteRequest) error
 		if attempt == batchAttempts {
 			return fmt.Errorf("%d writes still unprocessed after %d attempts", len(reqs), attempt)
 		}
-		timer := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
+		if err := sleep(ctx, &wait); err != nil {
+			return err
 		}
-		wait = min(2*wait, batchMaxBackoff)
 	}
 }

@@ -426,12 +426,13 @@ func conflicted(err error) bool {
 	return conflict
 }
 
-// sleep waits about *wait (jittered), or until ctx ends, and doubles *wait:
-// the one wait between the attempts of a write that lost a race.
+// sleep waits about *wait (jittered: between half of it and all of it),
+// or until ctx ends, and doubles *wait up to maxWait: the one wait of the
+// store between the attempts of a write that lost a race or was throttled.
 func sleep(ctx context.Context, wait *time.Duration) error {
-	t := time.NewTimer(*wait/2 + rand.N(*wait))
+	t := time.NewTimer(*wait/2 + rand.N(*wait/2+1))
 	defer t.Stop()
-	*wait *= 2
+	*wait = min(2**wait, maxWait)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -439,6 +440,10 @@ func sleep(ctx context.Context, wait *time.Duration) error {
 		return nil
 	}
 }
+
+// maxWait bounds sleep's waits, so that a throttled partition gets time
+// without a request waiting long for one attempt.
+const maxWait = time.Second
 
 func busy() error {
 	return sshdeck.Errorf(sshdeck.Conflict, "too many concurrent changes; try again")
