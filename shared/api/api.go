@@ -148,22 +148,23 @@ func (s *Server) mux(rs ...routes.Route) http.Handler {
 	return web.WithRequest(s.log, mux)
 }
 
-// route wraps a handler with authentication (for non-public routes) and the
-// route's name for the request log.
+// route wraps a handler with authentication and the scope check (for
+// non-public routes: the one place a base_url route's scope is checked) and
+// the route's name for the request log.
 func (s *Server) route(route routes.Route) http.Handler {
 	h := s.handlers[route.Name]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, route.Name, "")
 		var caller sshdeck.Principal
-		if route.Access != routes.Public {
+		if !route.Public {
 			var err error
 			if caller, err = s.caller(r); err != nil {
 				web.WriteError(w, r, s.log, err)
 				return
 			}
 			web.NoteRequest(r, route.Name, caller.UserID)
-			if route.Admin && !caller.Admin {
-				web.WriteError(w, r, s.log, sshdeck.Errorf(sshdeck.Forbidden, "only an admin may %s %s", route.Method, route.Path))
+			if !caller.Can(route.Scope) {
+				web.WriteError(w, r, s.log, sshdeck.MissingScope(route.Scope, route.Method, route.Path))
 				return
 			}
 		}

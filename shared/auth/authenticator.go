@@ -14,6 +14,11 @@ import (
 // effect at once; one made elsewhere in at most CacheTTL.
 const CacheTTL = 30 * time.Second
 
+// touchEvery is how stale a token's LastUsedAt may be before a store read
+// of the token (at most one per CacheTTL) writes it anew: API.md's "at most
+// once a minute".
+const touchEvery = time.Minute
+
 // maxCached bounds the cache; past it, the cache starts over.
 const maxCached = 10000
 
@@ -80,7 +85,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (sshdec
 	if u.Disabled {
 		return sshdeck.Principal{}, unauthorized("bearer token's user is disabled")
 	}
-	p := sshdeck.Principal{UserID: u.ID, Admin: u.Admin}
+	p := sshdeck.Principal{UserID: u.ID, TokenID: t.ID, Scopes: t.EffectiveScopes(u)}
+	if now.Sub(t.LastUsedAt) >= touchEvery {
+		// Best effort: a token that works is not refused because its
+		// lastUsedAt could not be written; the next miss tries again.
+		_ = a.tokens.TouchToken(ctx, hash, now.UTC().Truncate(time.Millisecond))
+	}
 	until := now.Add(CacheTTL)
 	if !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(until) {
 		until = t.ExpiresAt

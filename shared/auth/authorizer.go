@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,8 +21,12 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // The keys of the authorizer context: API Gateway passes them to every
 // function in requestContext.authorizer, with their values as strings.
 const (
-	ContextUserID = "userId"
-	ContextAdmin  = "admin"
+	ContextUserID  = "userId"
+	ContextTokenID = "tokenId"
+	// ContextScopes holds the token's effective scopes joined by spaces,
+	// as OAuth writes them: each function checks its route's scope
+	// there, since the cached policy allows the whole stage.
+	ContextScopes = "scopes"
 )
 
 // Authorizer answers the REQUEST authorizer events of the REST API.
@@ -72,8 +75,9 @@ func (a *Authorizer) Handle(ctx context.Context, event events.APIGatewayCustomAu
 			}},
 		},
 		Context: map[string]any{
-			ContextUserID: p.UserID,
-			ContextAdmin:  strconv.FormatBool(p.Admin),
+			ContextUserID:  p.UserID,
+			ContextTokenID: p.TokenID,
+			ContextScopes:  sshdeck.JoinScopes(p.Scopes, " "),
 		},
 	}, nil
 }
@@ -117,18 +121,18 @@ func stageResource(methodARN string) (string, error) {
 }
 
 // PrincipalFromAuthorizer reads the caller from requestContext.authorizer
-// of a proxy event, as the Allow answer of Handle put it there.
+// of a proxy event, as the Allow answer of Handle put it there. A context
+// without scopes (or with one this code does not know) grants none.
 func PrincipalFromAuthorizer(authorizer map[string]any) (sshdeck.Principal, bool) {
 	userID, _ := authorizer[ContextUserID].(string)
 	if userID == "" {
 		return sshdeck.Principal{}, false
 	}
-	var admin bool
-	switch v := authorizer[ContextAdmin].(type) {
-	case string:
-		admin = v == "true"
-	case bool:
-		admin = v
+	tokenID, _ := authorizer[ContextTokenID].(string)
+	joined, _ := authorizer[ContextScopes].(string)
+	scopes, err := sshdeck.ParseScopes(strings.Fields(joined))
+	if err != nil {
+		scopes = nil
 	}
-	return sshdeck.Principal{UserID: userID, Admin: admin}, true
+	return sshdeck.Principal{UserID: userID, TokenID: tokenID, Scopes: scopes}, true
 }

@@ -1,25 +1,24 @@
 // Package routes is the route table of the base_url API as plain data: the
 // single source the local router, the Lambda functions, the CDK app and the
-// tests all read. It imports the standard library only, so that the CDK
-// module can read it without compiling a handler.
+// tests all read. It imports the standard library and the domain's types
+// (shared/sshdeck, itself stdlib only), so that the CDK module can read it
+// without compiling a handler.
 package routes
+
+import "github.com/sshdeck/sshdeck/shared/sshdeck"
 
 // Access is what a route may touch in the store.
 type Access int
 
 const (
-	// Public routes need no token and read nothing of a user's.
-	Public Access = iota
-	// Read routes read the caller's records.
-	Read
+	// Read routes read records.
+	Read Access = iota + 1
 	// Write routes create, change or delete the caller's records.
 	Write
 )
 
 func (a Access) String() string {
 	switch a {
-	case Public:
-		return "public"
 	case Read:
 		return "read"
 	case Write:
@@ -35,13 +34,18 @@ type Route struct {
 	Name   string
 	Method string
 	// Path uses {param} segments, as net/http patterns and API Gateway do.
-	Path   string
+	Path string
+	// Public routes need no token (no authorizer in AWS); every other
+	// route needs a valid one.
+	Public bool
+	// Scope is what the caller's token must carry, or 403: "" on a route
+	// any valid token may call. The route wrapper of each service checks
+	// it, and only it (sshdeck.Principal.Can).
+	Scope  sshdeck.Scope
 	Access Access
 	// Credentials: the route seals or opens credential fields, so it needs
 	// the data key (kms:Decrypt, kms:GenerateDataKey in AWS).
 	Credentials bool
-	// Admin: only an admin may call the route; anyone else gets 403.
-	Admin bool
 	// Stream: in AWS the route's answer is streamed (API Gateway's
 	// responseTransferMode STREAM, InvokeWithResponseStream): it may pass
 	// Lambda's 6 MB limit on a buffered response (up to Lambda's 200 MB),
@@ -49,31 +53,73 @@ type Route struct {
 	Stream bool
 }
 
+// Scopes, shortened for the table below.
+const (
+	hostsRead  = sshdeck.ScopeHostsRead
+	hostsWrite = sshdeck.ScopeHostsWrite
+	filesRead  = sshdeck.ScopeFilesRead
+	filesWrite = sshdeck.ScopeFilesWrite
+	alertsRead = sshdeck.ScopeAlertsRead
+	tokens     = sshdeck.ScopeTokens
+	admin      = sshdeck.ScopeAdmin
+	anyScope   = sshdeck.Scope("")
+)
+
 // All is every base_url route.
 var All = []Route{
-	{Name: "healthz", Method: "GET", Path: "/healthz", Access: Public},
+	{Name: "healthz", Method: "GET", Path: "/healthz", Public: true, Access: Read},
 	// The unpaged list of 1000 hosts with 64 KiB keys is about 67 MB.
-	{Name: "list-hosts", Method: "GET", Path: "/ssh/db/host", Access: Read, Credentials: true, Stream: true},
-	{Name: "create-host", Method: "POST", Path: "/ssh/db/host", Access: Write, Credentials: true},
-	{Name: "get-host", Method: "GET", Path: "/ssh/db/host/{id}", Access: Read, Credentials: true},
-	{Name: "update-host", Method: "PUT", Path: "/ssh/db/host/{id}", Access: Write, Credentials: true},
-	{Name: "delete-host", Method: "DELETE", Path: "/ssh/db/host/{id}", Access: Write},
+	{Name: "list-hosts", Method: "GET", Path: "/ssh/db/host", Scope: hostsRead, Access: Read, Credentials: true, Stream: true},
+	{Name: "create-host", Method: "POST", Path: "/ssh/db/host", Scope: hostsWrite, Access: Write, Credentials: true},
+	{Name: "get-host", Method: "GET", Path: "/ssh/db/host/{id}", Scope: hostsRead, Access: Read, Credentials: true},
+	{Name: "update-host", Method: "PUT", Path: "/ssh/db/host/{id}", Scope: hostsWrite, Access: Write, Credentials: true},
+	{Name: "delete-host", Method: "DELETE", Path: "/ssh/db/host/{id}", Scope: hostsWrite, Access: Write},
 
-	{Name: "list-recent-files", Method: "GET", Path: "/ssh/file_manager/recent", Access: Read},
-	{Name: "add-recent-file", Method: "POST", Path: "/ssh/file_manager/recent", Access: Write},
-	{Name: "delete-recent-file", Method: "DELETE", Path: "/ssh/file_manager/recent", Access: Write},
-	{Name: "list-shortcuts", Method: "GET", Path: "/ssh/file_manager/shortcuts", Access: Read},
-	{Name: "add-shortcut", Method: "POST", Path: "/ssh/file_manager/shortcuts", Access: Write},
-	{Name: "delete-shortcut", Method: "DELETE", Path: "/ssh/file_manager/shortcuts", Access: Write},
+	{Name: "list-recent-files", Method: "GET", Path: "/ssh/file_manager/recent", Scope: filesRead, Access: Read},
+	{Name: "add-recent-file", Method: "POST", Path: "/ssh/file_manager/recent", Scope: filesWrite, Access: Write},
+	{Name: "delete-recent-file", Method: "DELETE", Path: "/ssh/file_manager/recent", Scope: filesWrite, Access: Write},
+	{Name: "list-shortcuts", Method: "GET", Path: "/ssh/file_manager/shortcuts", Scope: filesRead, Access: Read},
+	{Name: "add-shortcut", Method: "POST", Path: "/ssh/file_manager/shortcuts", Scope: filesWrite, Access: Write},
+	{Name: "delete-shortcut", Method: "DELETE", Path: "/ssh/file_manager/shortcuts", Scope: filesWrite, Access: Write},
 
-	{Name: "list-alerts", Method: "GET", Path: "/alerts", Access: Read},
-	{Name: "dismiss-alert", Method: "POST", Path: "/alerts/dismiss", Access: Write},
-	{Name: "publish-alert", Method: "POST", Path: "/alerts", Access: Write, Admin: true},
-	{Name: "delete-alert", Method: "DELETE", Path: "/alerts/{id}", Access: Write, Admin: true},
+	{Name: "list-alerts", Method: "GET", Path: "/alerts", Scope: alertsRead, Access: Read},
+	// Dismissing changes what the caller is shown, nothing else: reading
+	// alerts is all it needs.
+	{Name: "dismiss-alert", Method: "POST", Path: "/alerts/dismiss", Scope: alertsRead, Access: Write},
+	{Name: "publish-alert", Method: "POST", Path: "/alerts", Scope: admin, Access: Write},
+	{Name: "delete-alert", Method: "DELETE", Path: "/alerts/{id}", Scope: admin, Access: Write},
 
-	// The feed reads nothing of a user's but writes the cache every
-	// function instance shares: Write.
-	{Name: "releases-feed", Method: "GET", Path: "/releases/rss", Access: Write},
+	// The feed reads nothing of a user's, so any token may read it, but it
+	// writes the cache every function instance shares: Write.
+	{Name: "releases-feed", Method: "GET", Path: "/releases/rss", Scope: anyScope, Access: Write},
+
+	// Login reads the user and their credentials (the TOTP secret is
+	// sealed), counts failures and writes the token it issues.
+	{Name: "login", Method: "POST", Path: "/auth/login", Public: true, Access: Write, Credentials: true},
+	{Name: "get-me", Method: "GET", Path: "/users/me", Scope: anyScope, Access: Read},
+	{Name: "change-password", Method: "POST", Path: "/users/me/password", Scope: tokens, Access: Write},
+	{Name: "create-totp", Method: "POST", Path: "/users/me/totp", Scope: tokens, Access: Write, Credentials: true},
+	{Name: "enable-totp", Method: "POST", Path: "/users/me/totp/enable", Scope: tokens, Access: Write, Credentials: true},
+	{Name: "disable-totp", Method: "DELETE", Path: "/users/me/totp", Scope: tokens, Access: Write, Credentials: true},
+	{Name: "list-users", Method: "GET", Path: "/users", Scope: admin, Access: Read},
+	{Name: "create-user", Method: "POST", Path: "/users", Scope: admin, Access: Write},
+	{Name: "update-user", Method: "PATCH", Path: "/users/{id}", Scope: admin, Access: Write},
+	{Name: "list-tokens", Method: "GET", Path: "/tokens", Scope: tokens, Access: Read},
+	{Name: "create-token", Method: "POST", Path: "/tokens", Scope: tokens, Access: Write},
+	{Name: "delete-token", Method: "DELETE", Path: "/tokens/{id}", Scope: tokens, Access: Write},
+}
+
+// Tunnel is every route of the tunnel service (tunnel_url): not Lambda
+// functions, but their scopes come from here as the base_url routes' do.
+var Tunnel = []Route{
+	{Name: "tunnel-healthz", Method: "GET", Path: "/healthz", Public: true, Access: Read},
+	{Name: "tunnel-connect", Method: "POST", Path: "/ssh/tunnel/connect", Scope: sshdeck.ScopeTunnelsWrite, Access: Write, Credentials: true},
+	{Name: "tunnel-disconnect", Method: "POST", Path: "/ssh/tunnel/disconnect", Scope: sshdeck.ScopeTunnelsWrite, Access: Write},
+	{Name: "tunnel-cancel", Method: "POST", Path: "/ssh/tunnel/cancel", Scope: sshdeck.ScopeTunnelsWrite, Access: Write},
+	{Name: "tunnel-delete", Method: "DELETE", Path: "/ssh/tunnel/{name...}", Scope: sshdeck.ScopeTunnelsWrite, Access: Write},
+	{Name: "tunnel-status", Method: "GET", Path: "/ssh/tunnel/status", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
+	{Name: "tunnel-status-one", Method: "GET", Path: "/ssh/tunnel/status/{name...}", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
+	{Name: "tunnel-status-stream", Method: "GET", Path: "/ssh/tunnel/status/stream", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
 }
 
 // ByName returns the route with the name.

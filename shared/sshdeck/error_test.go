@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -41,8 +42,8 @@ func TestPrincipalContext(t *testing.T) {
 	if _, ok := PrincipalFromContext(NewContextWithPrincipal(ctx, Principal{})); ok {
 		t.Fatal("a principal without a user id counts as a caller")
 	}
-	p := Principal{UserID: "usr_1", Admin: true}
-	if got, ok := PrincipalFromContext(NewContextWithPrincipal(ctx, p)); !ok || got != p {
+	p := Principal{UserID: "usr_1", TokenID: "tok_1", Scopes: UserScopes(true)}
+	if got, ok := PrincipalFromContext(NewContextWithPrincipal(ctx, p)); !ok || !reflect.DeepEqual(got, p) || !got.Admin() {
 		t.Fatalf("PrincipalFromContext = %+v, %t", got, ok)
 	}
 }

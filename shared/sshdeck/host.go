@@ -125,6 +125,8 @@ func HostsExceeded(max int) *Error {
 type Store interface {
 	UserStore
 	TokenStore
+	LoginSecretStore
+	FailureStore
 	HostStore
 	FileStore
 	AlertStore

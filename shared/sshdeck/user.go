@@ -34,6 +34,22 @@ type Token struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"` // zero: never expires
 	Revoked   bool      `json:"revoked"`
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
+	// Scopes are what the token may do, within its user's. nil is a
+	// token made before scopes were (they keep every scope of their
+	// user); a token made since has at least one.
+	Scopes []Scope `json:"scopes"`
+	// LastUsedAt is when the token was last seen by an authenticator,
+	// to the minute (TouchToken): zero when never.
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
+}
+
+// EffectiveScopes are what the token lets its user do: its scopes within
+// the user's, every one of the user's for a token made before scopes.
+func (t *Token) EffectiveScopes(u *User) []Scope {
+	if t.Scopes == nil {
+		return UserScopes(u.Admin)
+	}
+	return Within(t.Scopes, UserScopes(u.Admin))
 }
 
 // Expired reports whether the token has expired at now.
@@ -78,4 +94,55 @@ type TokenStore interface {
 	// RevokeUserTokens revokes, at the time, every token of the user not
 	// revoked yet, and returns those.
 	RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*Token, error)
+	// TouchToken sets LastUsedAt of the token with the hash to at, unless
+	// it is at or after at already; NotFound when absent. Authenticators
+	// call it at most once a minute per token.
+	TouchToken(ctx context.Context, hash string, at time.Time) error
+}
+
+// LoginSecrets are a user's password hash and second factor, kept apart
+// from the User record (which every token check reads) and never shown.
+type LoginSecrets struct {
+	UserID string
+	// PasswordHash is the argon2id hash in PHC form
+	// ($argon2id$v=19$m=…,t=…,p=…$salt$hash); "" when the user has no
+	// password and cannot log in.
+	PasswordHash string
+	// TOTP is the sealed secret of the user's second factor: nil when off.
+	TOTP []byte
+	// PendingTOTP is a sealed secret handed out and not yet confirmed by
+	// a code: it becomes TOTP when one is.
+	PendingTOTP []byte
+	// TOTPStep is the time step (Unix seconds / 30) of the last code
+	// accepted: a code of that step or before is refused, so that no
+	// code is accepted twice.
+	TOTPStep int64
+	// Version counts the writes: PutLoginSecrets replaces version-1.
+	Version   int64
+	UpdatedAt time.Time
+}
+
+// LoginSecretStore persists LoginSecrets, one per user.
+type LoginSecretStore interface {
+	// LoginSecrets returns the user's; NotFound when the user has none.
+	LoginSecrets(ctx context.Context, userID string) (*LoginSecrets, error)
+	// PutLoginSecrets stores s if the stored version is s.Version-1, where
+	// 0 means none is stored; Conflict otherwise. Concurrent writers of
+	// one version (two logins spending one TOTP code) thus cannot both win.
+	PutLoginSecrets(ctx context.Context, s *LoginSecrets) error
+}
+
+// FailureStore counts failed logins per key (a user name, a client
+// address) in fixed windows: the first failure opens a window of the
+// given length, every failure in it counts, and the count is forgotten
+// when the window ends.
+type FailureStore interface {
+	// Failures returns the count of the key's window in force at now and
+	// the window's end: 0 and the zero time when none is.
+	Failures(ctx context.Context, key string, now time.Time) (n int, until time.Time, err error)
+	// AddFailure adds one to the key's window in force at now, opening one
+	// that ends at now+window when none is, and returns the count after it
+	// and the window's end. Concurrent adds are never lost: N of them on a
+	// new key end at N.
+	AddFailure(ctx context.Context, key string, now time.Time, window time.Duration) (n int, until time.Time, err error)
 }

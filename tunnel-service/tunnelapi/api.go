@@ -2,11 +2,13 @@ package tunnelapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
+	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
@@ -51,14 +53,15 @@ func New(cfg Config) http.Handler {
 	s := &server{Config: cfg, log: cfg.Logger}
 	s.streamRecheck, s.streamMaxAge = streamSettings(cfg)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		web.NoteRequest(r, "tunnel-healthz", "")
-		web.ServeHealth(w, r, s.log, s.Ping)
-	})
-	methods := []string{"GET"}
-	for _, rt := range s.routes() {
-		mux.Handle(rt.method+" "+rt.path, s.authenticated(rt.name, rt.h))
-		methods = append(methods, rt.method)
+	handlers := s.handlers()
+	var methods []string
+	for _, rt := range routes.Tunnel {
+		h := handlers[rt.Name]
+		if h == nil {
+			panic(fmt.Sprintf("tunnelapi: route %q has no handler", rt.Name))
+		}
+		mux.Handle(rt.Method+" "+rt.Path, h)
+		methods = append(methods, rt.Method)
 	}
 	mux.Handle("/", web.Fallback(mux, methods, s.log))
 	return web.WithRequest(s.log, mux)
@@ -78,35 +81,45 @@ func streamSettings(cfg Config) (recheck, maxAge time.Duration) {
 	return recheck, maxAge
 }
 
-// tunnelRoute is one authenticated tunnel route; name is its operationId in
-// openapi.yaml and its name in the request log.
-type tunnelRoute struct {
-	method, path, name string
-	h                  handlerFunc
-}
-
-// routes is the tunnel API's route table, besides /healthz. A path ending
-// in {name...} takes the rest of the path, slashes included.
-func (s *server) routes() []tunnelRoute {
-	return []tunnelRoute{
-		{"POST", "/ssh/tunnel/connect", "tunnel-connect", s.connect},
-		{"GET", "/ssh/tunnel/status", "tunnel-status", s.statuses},
-		{"GET", "/ssh/tunnel/status/stream", "tunnel-status-stream", s.stream},
-		{"GET", "/ssh/tunnel/status/{name...}", "tunnel-status-one", s.status},
-		{"POST", "/ssh/tunnel/disconnect", "tunnel-disconnect", s.disconnect(false)},
-		{"POST", "/ssh/tunnel/cancel", "tunnel-cancel", s.disconnect(true)},
-		{"DELETE", "/ssh/tunnel/{name...}", "tunnel-delete", s.delete},
+// handlers binds each route of routes.Tunnel, by name (its operationId in
+// openapi.yaml and its name in the request log), to its handler. A path
+// ending in {name...} takes the rest of the path, slashes included.
+func (s *server) handlers() map[string]http.Handler {
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		web.NoteRequest(r, "tunnel-healthz", "")
+		web.ServeHealth(w, r, s.log, s.Ping)
+	})
+	bound := map[string]handlerFunc{
+		"tunnel-connect":       s.connect,
+		"tunnel-status":        s.statuses,
+		"tunnel-status-stream": s.stream,
+		"tunnel-status-one":    s.status,
+		"tunnel-disconnect":    s.disconnect(false),
+		"tunnel-cancel":        s.disconnect(true),
+		"tunnel-delete":        s.delete,
 	}
+	handlers := map[string]http.Handler{"tunnel-healthz": health}
+	for _, rt := range routes.Tunnel {
+		if h := bound[rt.Name]; h != nil {
+			handlers[rt.Name] = s.authenticated(rt, h)
+		}
+	}
+	return handlers
 }
 
-func (s *server) authenticated(route string, h handlerFunc) http.Handler {
+// authenticated checks the caller's token and the route's scope, then
+// calls h with the caller's user id.
+func (s *server) authenticated(rt routes.Route, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var caller sshdeck.Principal
 		header, err := web.Authorization(r)
 		if err == nil {
 			caller, err = s.Authenticator.Authenticate(r.Context(), header)
 		}
-		web.NoteRequest(r, route, caller.UserID)
+		web.NoteRequest(r, rt.Name, caller.UserID)
+		if err == nil && !caller.Can(rt.Scope) {
+			err = sshdeck.MissingScope(rt.Scope, rt.Method, rt.Path)
+		}
 		if err == nil {
 			err = h(w, r, caller.UserID)
 		}
