@@ -65,15 +65,15 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		if got := op.Extensions["x-sshdeck-access"]; got != r.Access.String() {
 			t.Errorf("%s: x-sshdeck-access %v, want %q", key, got, r.Access)
 		}
-		if admin, _ := op.Extensions["x-sshdeck-admin"].(bool); admin != r.Admin {
-			t.Errorf("%s: x-sshdeck-admin %t, want %t", key, admin, r.Admin)
+		if scope, _ := op.Extensions["x-sshdeck-scope"].(string); scope != string(r.Scope) {
+			t.Errorf("%s: x-sshdeck-scope %q, want %q", key, scope, r.Scope)
 		}
 		security := doc.Security
 		if op.Security != nil {
 			security = *op.Security
 		}
-		if public := len(security) == 0; public != (r.Access == routes.Public) {
-			t.Errorf("%s: security %v does not fit access %s", key, security, r.Access)
+		if public := len(security) == 0; public != r.Public {
+			t.Errorf("%s: security %v does not fit public %t", key, security, r.Public)
 		}
 	}
 	for key, id := range ops {

@@ -18,7 +18,8 @@ import (
 // seen is what a handler found in its request.
 type seen struct {
 	Method, Path, Query, Auth, Body, RequestID, UserID string
-	Admin, HasCaller, HasDeadline                      bool
+	Scopes                                             string
+	HasCaller, HasDeadline                             bool
 }
 
 func echo(w http.ResponseWriter, r *http.Request) {
@@ -29,7 +30,7 @@ func echo(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusTeapot)
 	json.NewEncoder(w).Encode(seen{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.Query().Get("limit"), Auth: r.Header.Get("Authorization"),
-		Body: string(body), RequestID: web.RequestID(r.Context()), UserID: p.UserID, Admin: p.Admin,
+		Body: string(body), RequestID: web.RequestID(r.Context()), UserID: p.UserID, Scopes: sshdeck.JoinScopes(p.Scopes, " "),
 		HasCaller: ok, HasDeadline: deadline,
 	})
 }
@@ -62,11 +63,11 @@ func TestEventBecomesRequest(t *testing.T) {
 		IsBase64Encoded:                 true,
 		RequestContext: events.APIGatewayProxyRequestContext{
 			RequestID:  "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
-			Authorizer: map[string]any{"principalId": "usr_1", "userId": "usr_1", "admin": "true", "integrationLatency": 12},
+			Authorizer: map[string]any{"principalId": "usr_1", "userId": "usr_1", "scopes": "hosts:read admin", "integrationLatency": 12},
 		},
 	})
 	want := seen{Method: "PUT", Path: "/ssh/db/host/7", Query: "5", Auth: "Bearer x", Body: "--b\r\n",
-		RequestID: "c6af9ac6-7b61-11e6-9a41-93e8deadbeef", UserID: "usr_1", Admin: true, HasCaller: true, HasDeadline: true}
+		RequestID: "c6af9ac6-7b61-11e6-9a41-93e8deadbeef", UserID: "usr_1", Scopes: "hosts:read admin", HasCaller: true, HasDeadline: true}
 	if got != want {
 		t.Fatalf("handler saw\n %+v\nwant\n %+v", got, want)
 	}

@@ -5,9 +5,9 @@
 // Every method is one bbolt transaction, so each write is atomic, and bbolt
 // fsyncs on commit: a write that returned nil survives a crash.
 //
-// On-disk layout (schema 4):
+// On-disk layout (schema 5):
 //
-//	meta                 "schema" → "4" (decimal); a newer schema is refused
+//	meta                 "schema" → "5" (decimal); a newer schema is refused
 //	users                user id → JSON userRecord
 //	usernames            user name → user id
 //	tokens               token id → JSON tokenRecord
@@ -26,6 +26,8 @@
 //	  <owner id>         tunnel name → JSON tunnelRecord, lease included
 //	known_hosts          one nested bucket per owner id:
 //	  <owner id>         address ("10.0.0.5:22") → JSON knownHostRecord
+//	login_secrets        user id → JSON loginSecretsRecord (TOTP sealed)
+//	login_failures       failure key ("name:…", "addr:…") → JSON failureRecord
 //
 // Values are records of this package's own types, each mapped from and to
 // its sshdeck type by hand in the file of its kind (userRecordOf and
@@ -42,7 +44,9 @@
 //
 // Older files are migrated by Open, in its one transaction (prepare, in
 // store.go): schema 1 lacked files, alerts, dismissals and cache, schema 2
-// tunnels and known_hosts, which creating the missing buckets adds; schemas
+// tunnels and known_hosts, schema 4 login_secrets and login_failures, which
+// creating the missing buckets adds (schema 5's token records gained
+// scopes and lastUsedAt, absent from older ones, which read as before); schemas
 // 1 to 3 stored hosts as JSON (migrate.go's schema3Host), which
 // migrateHosts rewrites in binary before schema 4 is recorded. The other
 // kinds' values did not change. testdata/schema3 is a data directory that

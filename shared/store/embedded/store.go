@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in prepare when the layout changes.
-const schemaVersion = 4
+const schemaVersion = 5
 
 var (
 	bucketMeta        = []byte("meta")
@@ -30,6 +30,9 @@ var (
 	bucketCache       = []byte("cache")
 	bucketTunnels     = []byte("tunnels")
 	bucketKnownHosts  = []byte("known_hosts")
+	// Schema 5: accounts.
+	bucketLoginSecrets  = []byte("login_secrets")
+	bucketLoginFailures = []byte("login_failures")
 
 	keySchema = []byte("schema")
 )
@@ -66,8 +69,10 @@ func Open(path string) (*Store, error) {
 
 // prepare creates the buckets of a new file, migrates an older one, and
 // refuses a file written by a newer sshdeck, whose layout this one could
-// corrupt. Schemas 2 and 3 only added buckets, which creating the missing
-// ones adds; schema 4 stores hosts in binary, which migrateHosts rewrites.
+// corrupt. Schemas 2, 3 and 5 only added buckets, which creating the
+// missing ones adds (schema 5's tokens gained two JSON fields that older
+// records lack and read as before); schema 4 stores hosts in binary, which
+// migrateHosts rewrites.
 // It all happens in the one transaction of Open: a crash leaves the file
 // as it was.
 func prepare(tx *bolt.Tx) error {
@@ -86,7 +91,7 @@ func prepare(tx *bolt.Tx) error {
 		}
 		schema = n
 	}
-	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts} {
+	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts, bucketLoginSecrets, bucketLoginFailures} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

@@ -133,9 +133,9 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "5")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 5") {
-		t.Fatalf("Open of a schema-5 file: got %v, want an error naming schema 5", err)
+	setSchema(t, path, "6")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 6") {
+		t.Fatalf("Open of a schema-6 file: got %v, want an error naming schema 6", err)
 	}
 }
 
@@ -168,8 +168,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "4" {
-		t.Fatalf("schema after opening: got %q, want 4", schema)
+	if schema != "5" {
+		t.Fatalf("schema after opening: got %q, want 5", schema)
 	}
 }
 
@@ -284,7 +284,7 @@ func TestMigrationFailureKeepsFile(t *testing.T) {
 	before := snapshot(t, path)
 
 	_, err = Open(path)
-	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 4") || strings.Contains(err.Error(), "garbage") {
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 5") || strings.Contains(err.Error(), "garbage") {
 		t.Fatalf("Open of a file with a corrupt host: %v", err)
 	}
 	if after := snapshot(t, path); !reflect.DeepEqual(after, before) {

@@ -108,6 +108,22 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (*sshd
 	return t, nil
 }
 
+// TouchToken sets the token's LastUsedAt to at unless it is at or past it.
+func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error {
+	return s.update(ctx, "touch token", func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketTokenHashes).Get([]byte(hash))
+		if id == nil {
+			return sshdeck.Errorf(sshdeck.NotFound, "token not found")
+		}
+		t, err := loadToken(tx, string(id))
+		if err != nil || !t.LastUsedAt.Before(at) {
+			return err
+		}
+		t.LastUsedAt = at
+		return putJSON(tx.Bucket(bucketTokens), id, tokenRecordOf(t))
+	})
+}
+
 // RevokeUserTokens revokes every unrevoked token of the user in one
 // transaction.
 func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*sshdeck.Token, error) {
@@ -186,32 +202,48 @@ type tokenRecord struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	Revoked   bool      `json:"revoked"`
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
+	// Scopes and LastUsedAt came with schema 5; a token of before has
+	// neither (nil scopes: every scope of its user).
+	Scopes     []string  `json:"scopes,omitempty"`
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
 func (*tokenRecord) jsonRecord() {}
 
 func tokenRecordOf(t *sshdeck.Token) *tokenRecord {
+	var scopes []string
+	for _, sc := range t.Scopes {
+		scopes = append(scopes, string(sc))
+	}
 	return &tokenRecord{
-		ID:        t.ID,
-		UserID:    t.UserID,
-		Name:      t.Name,
-		Hash:      t.Hash,
-		CreatedAt: t.CreatedAt,
-		ExpiresAt: t.ExpiresAt,
-		Revoked:   t.Revoked,
-		RevokedAt: t.RevokedAt,
+		Scopes:     scopes,
+		LastUsedAt: t.LastUsedAt,
+		ID:         t.ID,
+		UserID:     t.UserID,
+		Name:       t.Name,
+		Hash:       t.Hash,
+		CreatedAt:  t.CreatedAt,
+		ExpiresAt:  t.ExpiresAt,
+		Revoked:    t.Revoked,
+		RevokedAt:  t.RevokedAt,
 	}
 }
 
 func (r *tokenRecord) token() *sshdeck.Token {
+	var scopes []sshdeck.Scope
+	for _, sc := range r.Scopes {
+		scopes = append(scopes, sshdeck.Scope(sc))
+	}
 	return &sshdeck.Token{
-		ID:        r.ID,
-		UserID:    r.UserID,
-		Name:      r.Name,
-		Hash:      r.Hash,
-		CreatedAt: r.CreatedAt,
-		ExpiresAt: r.ExpiresAt,
-		Revoked:   r.Revoked,
-		RevokedAt: r.RevokedAt,
+		Scopes:     scopes,
+		LastUsedAt: r.LastUsedAt,
+		ID:         r.ID,
+		UserID:     r.UserID,
+		Name:       r.Name,
+		Hash:       r.Hash,
+		CreatedAt:  r.CreatedAt,
+		ExpiresAt:  r.ExpiresAt,
+		Revoked:    r.Revoked,
+		RevokedAt:  r.RevokedAt,
 	}
 }

@@ -1,0 +1,28 @@
+package dynamo
+
+// TEMPORARY: the accounts operations of the DynamoDB store are being
+// written on a branch; this file goes when they land.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+var errPending = errors.New("dynamo: accounts operations not implemented yet")
+
+func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error { return errPending }
+func (s *Store) LoginSecrets(ctx context.Context, userID string) (*sshdeck.LoginSecrets, error) {
+	return nil, errPending
+}
+func (s *Store) PutLoginSecrets(ctx context.Context, ls *sshdeck.LoginSecrets) error {
+	return errPending
+}
+func (s *Store) Failures(ctx context.Context, key string, now time.Time) (int, time.Time, error) {
+	return 0, time.Time{}, errPending
+}
+func (s *Store) AddFailure(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+	return 0, time.Time{}, errPending
+}
