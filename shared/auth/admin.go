@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"slices"
 	"time"
 	"unicode"
 
@@ -51,24 +52,38 @@ func (a *Admin) AddUser(ctx context.Context, name string, admin bool) (*sshdeck.
 	return u, nil
 }
 
-// CreateToken issues a token for the named user. ttl 0 means it never
-// expires. The returned bearer string is shown once and never stored. A
-// disabled user gets none (Conflict), nor one past the token limit
-// (LimitExceeded): the store checks both with the write.
+// CreateToken issues a token for the named user with every scope of the
+// user (the admin commands' tokens). ttl 0 means it never expires. The
+// returned bearer string is shown once and never stored.
 func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {
-	if ttl < 0 {
-		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "ttl must not be negative")
-	}
-	if len(label) > 128 {
-		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "token name is longer than 128 bytes")
-	}
 	u, err := a.store.UserByName(ctx, userName)
 	if err != nil {
 		return "", nil, err
 	}
+	return a.Issue(ctx, u, label, sshdeck.UserScopes(u.Admin), ttl)
+}
+
+// maxTokenName bounds a token's label.
+const maxTokenName = 128
+
+// Issue makes a token for u with the scopes (which the caller has checked
+// against whoever asks) and stores it. ttl 0 means it never expires. A
+// disabled user gets none (Conflict), nor one past the token limit
+// (LimitExceeded): the store checks both with the write. Every token is
+// made here.
+func (a *Admin) Issue(ctx context.Context, u *sshdeck.User, label string, scopes []sshdeck.Scope, ttl time.Duration) (string, *sshdeck.Token, error) {
+	if ttl < 0 {
+		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "ttl must not be negative")
+	}
+	if len(label) > maxTokenName {
+		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "token name is longer than %d bytes", maxTokenName)
+	}
+	if len(scopes) == 0 {
+		return "", nil, sshdeck.Errorf(sshdeck.Invalid, "a token needs at least one scope")
+	}
 	bearer, hash := NewToken()
 	now := a.timestamp()
-	t := &sshdeck.Token{ID: sshdeck.NewID("tok_"), UserID: u.ID, Name: label, Hash: hash, CreatedAt: now}
+	t := &sshdeck.Token{ID: sshdeck.NewID("tok_"), UserID: u.ID, Name: label, Hash: hash, CreatedAt: now, Scopes: sshdeck.SortScopes(slices.Clone(scopes))}
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}
@@ -127,10 +142,14 @@ type TokenInfo struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	Revoked   bool      `json:"revoked"`
 	RevokedAt time.Time `json:"revokedAt,omitzero"`
+	// Scopes are what the token may do now: its own within its user's.
+	Scopes     []sshdeck.Scope `json:"scopes"`
+	LastUsedAt time.Time       `json:"lastUsedAt,omitzero"`
 }
 
-func tokenInfo(t *sshdeck.Token, user string) TokenInfo {
-	return TokenInfo{ID: t.ID, Name: t.Name, User: user, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, Revoked: t.Revoked, RevokedAt: t.RevokedAt}
+func tokenInfo(t *sshdeck.Token, u *sshdeck.User) TokenInfo {
+	return TokenInfo{ID: t.ID, Name: t.Name, User: u.Name, UserID: t.UserID, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+		Revoked: t.Revoked, RevokedAt: t.RevokedAt, Scopes: t.EffectiveScopes(u), LastUsedAt: t.LastUsedAt}
 }
 
 // Tokens lists the tokens of the named user, or of every user when name is
@@ -156,7 +175,7 @@ func (a *Admin) Tokens(ctx context.Context, name string) ([]TokenInfo, error) {
 			return nil, err
 		}
 		for _, t := range tokens {
-			list = append(list, tokenInfo(t, u.Name))
+			list = append(list, tokenInfo(t, u))
 		}
 	}
 	return list, nil
@@ -175,7 +194,7 @@ func (a *Admin) RevokeAll(ctx context.Context, name string) ([]TokenInfo, error)
 	}
 	list := make([]TokenInfo, 0, len(revoked))
 	for _, t := range revoked {
-		list = append(list, tokenInfo(t, u.Name))
+		list = append(list, tokenInfo(t, u))
 	}
 	return list, nil
 }

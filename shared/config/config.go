@@ -47,6 +47,8 @@ const (
 	TunnelLeaseTTL = "SSHDECK_TUNNEL_LEASE_TTL"
 	// ReplicaID names a tunnel service replica in leases.
 	ReplicaID = "SSHDECK_REPLICA_ID"
+	// LoginTTL is how long a token issued by POST /auth/login lasts.
+	LoginTTL = "SSHDECK_LOGIN_TTL"
 
 	// The limits that keep one user from exhausting a deployment shared
 	// by many (API.md, "Limits, paging and tenancy"); see Limits.
@@ -79,6 +81,17 @@ const (
 // maxLimit bounds every limit: past it, a limit protects nothing.
 const maxLimit = 1_000_000
 
+// DefaultLoginTTL is the life of a login token: a working day and a half,
+// so that a session started in the morning does not end before the evening.
+const DefaultLoginTTL = 12 * time.Hour
+
+// The bounds of a login token's life: past 30 days a session token is a
+// long-lived credential, which POST /tokens makes on purpose.
+const (
+	minLoginTTL = time.Minute
+	maxLoginTTL = 30 * 24 * time.Hour
+)
+
 // minLeaseTTL keeps heartbeats (a third of the TTL) from spinning.
 const minLeaseTTL = 300 * time.Millisecond
 
@@ -98,6 +111,9 @@ type Config struct {
 	TunnelDeny     []netip.Prefix
 	TunnelLeaseTTL time.Duration
 	ReplicaID      string
+
+	// LoginTTL is DefaultLoginTTL unless SSHDECK_LOGIN_TTL says otherwise.
+	LoginTTL time.Duration
 
 	AWS AWS
 }
@@ -159,6 +175,14 @@ func Load(getenv func(string) string) (Config, error) {
 		},
 	}
 	c.Limits = DefaultLimits
+	c.LoginTTL = DefaultLoginTTL
+	if v := getenv(LoginTTL); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl < minLoginTTL || ttl > maxLoginTTL {
+			return c, fmt.Errorf("%s: %q is not a duration from %s to %s, such as 12h", LoginTTL, v, minLoginTTL, maxLoginTTL)
+		}
+		c.LoginTTL = ttl
+	}
 	for _, l := range []struct {
 		name string
 		v    *int

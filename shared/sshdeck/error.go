@@ -3,6 +3,7 @@ package sshdeck
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an error for the caller. Every service maps each code to
@@ -36,6 +37,9 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// RetryAfter, on a RateLimited error, is when the caller may try
+	// again: the Retry-After header of the answer.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -56,6 +60,16 @@ func ErrorCode(err error) Code {
 		return e.Code
 	}
 	return Internal
+}
+
+// RetryAfter returns how long a RateLimited err asks its caller to wait: 0
+// when it does not say.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // ErrorMessage returns the message of err that may be shown to a client; for

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -62,6 +64,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	}
 	if code == sshdeck.Unauthorized {
 		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	if wait := sshdeck.RetryAfter(err); wait > 0 {
+		// Whole seconds, rounded up: a client that waits that long is past
+		// the wait, never a second short of it.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 	}
 	WriteJSON(w, Status(code), ErrorBody{Error: sshdeck.ErrorMessage(err), Code: bodyCode(code)})
 }
