@@ -24,6 +24,7 @@ type admin interface {
 	Users(ctx context.Context) ([]*sshdeck.User, error)
 	SetDisabled(ctx context.Context, name string, disabled bool) (*sshdeck.User, []*sshdeck.Token, error)
 	SetAdmin(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error)
+	SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error)
 	CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error)
 	Tokens(ctx context.Context, userName string) ([]auth.TokenInfo, error)
 	RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error)

@@ -53,6 +53,11 @@ type tokenResponse struct {
 	Token  *sshdeck.Token `json:"token"`
 }
 
+type passwordRequest struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
 type revokeRequest struct {
 	ID string `json:"id"`
 }
@@ -90,6 +95,9 @@ func adminHandler(a *storeAdmin) http.Handler {
 	}))
 	mux.HandleFunc("POST /users/admin", adminOp(func(ctx context.Context, req flagRequest) (any, error) {
 		return a.SetAdmin(ctx, req.Name, req.Value)
+	}))
+	mux.HandleFunc("POST /users/password", adminOp(func(ctx context.Context, req passwordRequest) (any, error) {
+		return a.SetPassword(ctx, req.Name, req.Password)
 	}))
 	mux.HandleFunc("POST /tokens/list", adminOp(func(ctx context.Context, req nameRequest) (any, error) {
 		return a.Tokens(ctx, req.Name)
@@ -195,6 +203,11 @@ func (c *adminClient) SetDisabled(ctx context.Context, name string, disabled boo
 	var resp disableResponse
 	err := c.call(ctx, "/users/disabled", flagRequest{name, disabled}, &resp)
 	return resp.User, resp.Revoked, err
+}
+
+func (c *adminClient) SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error) {
+	var u sshdeck.User
+	return &u, c.call(ctx, "/users/password", passwordRequest{name, password}, &u)
 }
 
 func (c *adminClient) SetAdmin(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {

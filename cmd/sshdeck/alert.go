@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -16,7 +17,8 @@ import (
 // (auth.Admin) and published alerts.
 type storeAdmin struct {
 	*auth.Admin
-	alerts *alerts.Service
+	alerts   *alerts.Service
+	accounts *accounts.Service
 }
 
 // newStoreAdmin returns the admin operations over store, whose revocations
@@ -25,7 +27,12 @@ type storeAdmin struct {
 func newStoreAdmin(store sshdeck.Store, authn *auth.Authenticator, tokenLimit int) *storeAdmin {
 	a := auth.NewAdmin(store, authn, nil)
 	a.SetTokenLimit(tokenLimit)
-	return &storeAdmin{Admin: a, alerts: alerts.NewService(store, nil, nil)}
+	// No sealer: no admin command opens a TOTP secret.
+	return &storeAdmin{Admin: a, alerts: alerts.NewService(store, nil, nil), accounts: accounts.NewService(store, a, nil, nil)}
+}
+
+func (a *storeAdmin) SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error) {
+	return a.accounts.SetPassword(ctx, name, password)
 }
 
 func (a *storeAdmin) PublishAlert(ctx context.Context, in *alerts.Input) (*sshdeck.Alert, error) {

@@ -24,6 +24,8 @@ Usage:
   sshdeck user disable NAME [--data DIR | --table TABLE]
   sshdeck user enable NAME [--data DIR | --table TABLE]
   sshdeck user set-admin NAME [--admin=false] [--data DIR | --table TABLE]
+  sshdeck user passwd NAME [--data DIR | --table TABLE]   (password on stdin
+        or asked on the terminal; the user then logs in with POST /auth/login)
   sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR | --table TABLE]
   sshdeck token list [--user NAME] [--data DIR | --table TABLE]
   sshdeck token revoke ID [--data DIR | --table TABLE]
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = userDisableCommand(false)(ctx, rest, stdout, stderr)
 	case "user set-admin":
 		err = userSetAdminCommand(ctx, rest, stdout, stderr)
+	case "user passwd":
+		err = userPasswdCommand(ctx, rest, stdout, stderr)
 	case "token create":
 		err = tokenCreateCommand(ctx, rest, stdout, stderr)
 	case "token list":

@@ -14,8 +14,10 @@ import (
 	"maps"
 	"net/http"
 
+	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/releases"
@@ -32,9 +34,10 @@ type Authenticator interface {
 
 // Config is what the handlers need.
 type Config struct {
-	Hosts  *hosts.Service
-	Files  *files.Service
-	Alerts *alerts.Service
+	Accounts *accounts.Service
+	Hosts    *hosts.Service
+	Files    *files.Service
+	Alerts   *alerts.Service
 	// Releases serves the releases feed; nil when no repository is
 	// configured, and the feed answers 404 saying so.
 	Releases *releases.Service
@@ -52,12 +55,16 @@ type Config struct {
 // the remote alerts list). It leaves Authenticator to the caller: nil
 // behind the Lambda authorizer, a.Auth where the server checks tokens.
 func FromApp(a *app.App) (Config, error) {
+	admin := auth.NewAdmin(a.Store, a.Auth, nil)
+	admin.SetTokenLimit(a.Config.Limits.Tokens)
 	cfg := Config{
-		Hosts:  hosts.NewService(a.Store, a.Sealer, nil),
-		Files:  files.NewService(a.Store, nil),
-		Ping:   a.Store.Ping,
-		Logger: a.Log,
+		Accounts: accounts.NewService(a.Store, admin, a.Sealer, nil),
+		Hosts:    hosts.NewService(a.Store, a.Sealer, nil),
+		Files:    files.NewService(a.Store, nil),
+		Ping:     a.Store.Ping,
+		Logger:   a.Log,
 	}
+	cfg.Accounts.LoginTTL = a.Config.LoginTTL
 	// The limits of the settings (SSHDECK_LIMIT_*), which config.Load
 	// fills with their defaults.
 	cfg.Hosts.Limits = a.Config.Limits
@@ -106,7 +113,7 @@ func New(cfg Config) *Server {
 	// Each file of the API binds its routes, by the route table's names,
 	// beside their handlers.
 	s.handlers = map[string]handlerFunc{"healthz": s.health}
-	for _, bound := range []map[string]handlerFunc{s.hostRoutes(), s.fileRoutes(), s.alertRoutes(), s.releaseRoutes()} {
+	for _, bound := range []map[string]handlerFunc{s.accountRoutes(), s.hostRoutes(), s.fileRoutes(), s.alertRoutes(), s.releaseRoutes()} {
 		maps.Copy(s.handlers, bound)
 	}
 	for _, r := range routes.All {

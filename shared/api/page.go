@@ -4,9 +4,11 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/web"
 )
 
 // Paging of the lists (API.md, "Limits, paging and tenancy"): ?limit=N
@@ -62,4 +64,31 @@ func parseHostCursor(q url.Values) (int64, error) {
 		}
 	}
 	return 0, sshdeck.Errorf(sshdeck.Invalid, "cursor: not a cursor of this list (take it from the Link header of the page before)")
+}
+
+// writePage answers a list its service returns whole (users, tokens: a
+// few hundred at most), a page at a time when ?limit= asks: the cursor is
+// the key (the id) of the page's last item, opaque as the others.
+func writePage[T any](w http.ResponseWriter, r *http.Request, items []T, key func(T) string) error {
+	q := r.URL.Query()
+	limit, err := pageLimit(q)
+	if err != nil {
+		return err
+	}
+	if raw, ok := q["cursor"]; ok {
+		i := -1
+		if b, err := base64.RawURLEncoding.DecodeString(raw[0]); err == nil && len(raw) == 1 {
+			i = slices.IndexFunc(items, func(item T) bool { return key(item) == string(b) })
+		}
+		if i < 0 {
+			return sshdeck.Errorf(sshdeck.Invalid, "cursor: not a cursor of this list (take it from the Link header of the page before)")
+		}
+		items = items[i+1:]
+	}
+	if limit > 0 && len(items) > limit {
+		items = items[:limit]
+		setNext(w, r, limit, base64.RawURLEncoding.EncodeToString([]byte(key(items[limit-1]))))
+	}
+	web.WriteJSON(w, http.StatusOK, items)
+	return nil
 }
