@@ -81,7 +81,7 @@ func TestAuthenticatorCachesAndRevokesAtOnce(t *testing.T) {
 	}
 	for range 5 {
 		p, err := authn.Authenticate(ctx, "Bearer "+bearer)
-		if err != nil || p.UserID != u.ID || !p.Admin {
+		if err != nil || p.UserID != u.ID || !p.Admin() {
 			t.Fatalf("Authenticate = %+v, %v", p, err)
 		}
 	}
@@ -224,13 +224,13 @@ func TestSetAdmin(t *testing.T) {
 	ctx := context.Background()
 	admin.AddUser(ctx, "ops", false)
 	bearer, _, _ := admin.CreateToken(ctx, "ops", "", 0)
-	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); p.Admin {
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); p.Admin() {
 		t.Fatal("admin before SetAdmin")
 	}
 	if u, err := admin.SetAdmin(ctx, "ops", true); err != nil || !u.Admin {
 		t.Fatalf("SetAdmin = %+v, %v", u, err)
 	}
-	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); !p.Admin {
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); !p.Admin() {
 		t.Fatal("not admin after SetAdmin")
 	}
 	if users, err := admin.Users(ctx); err != nil || len(users) != 1 || !users[0].Admin {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestAuthorizerAllowsWholeStageWithCaller(t *testing.T) {
 	_, authn, admin, _ := setup(t)
 	ctx := context.Background()
 	u, _ := admin.AddUser(ctx, "ops", true)
-	bearer, _, _ := admin.CreateToken(ctx, "ops", "", 0)
+	bearer, tok, _ := admin.CreateToken(ctx, "ops", "", 0)
 	var logs bytes.Buffer
 	a := NewAuthorizer(authn, slog.New(slog.NewJSONHandler(&logs, nil)))
 
@@ -47,7 +48,7 @@ func TestAuthorizerAllowsWholeStageWithCaller(t *testing.T) {
 			t.Fatalf("response %+v", resp)
 		}
 		p, ok := PrincipalFromAuthorizer(resp.Context)
-		if !ok || p != (sshdeck.Principal{UserID: u.ID, Admin: true}) {
+		if want := (sshdeck.Principal{UserID: u.ID, TokenID: tok.ID, Scopes: sshdeck.UserScopes(true)}); !ok || !reflect.DeepEqual(p, want) {
 			t.Fatalf("context %v gives %+v, %t", resp.Context, p, ok)
 		}
 	}
@@ -123,15 +124,16 @@ func TestPrincipalFromAuthorizer(t *testing.T) {
 		want sshdeck.Principal
 		ok   bool
 	}{
-		{map[string]any{"userId": "usr_1", "admin": "true", "principalId": "usr_1"}, sshdeck.Principal{UserID: "usr_1", Admin: true}, true},
-		{map[string]any{"userId": "usr_1", "admin": "false"}, sshdeck.Principal{UserID: "usr_1"}, true},
-		{map[string]any{"userId": "usr_1", "admin": true}, sshdeck.Principal{UserID: "usr_1", Admin: true}, true},
-		{map[string]any{"userId": "usr_1"}, sshdeck.Principal{UserID: "usr_1"}, true},
+		{map[string]any{"userId": "usr_1", "tokenId": "tok_1", "scopes": "admin hosts:read", "principalId": "usr_1"},
+			sshdeck.Principal{UserID: "usr_1", TokenID: "tok_1", Scopes: []sshdeck.Scope{sshdeck.ScopeHostsRead, sshdeck.ScopeAdmin}}, true},
+		{map[string]any{"userId": "usr_1", "scopes": "hosts:read root"}, sshdeck.Principal{UserID: "usr_1"}, true},
+		{map[string]any{"userId": "usr_1", "admin": "true"}, sshdeck.Principal{UserID: "usr_1", Scopes: []sshdeck.Scope{}}, true},
+		{map[string]any{"userId": "usr_1"}, sshdeck.Principal{UserID: "usr_1", Scopes: []sshdeck.Scope{}}, true},
 		{map[string]any{"principalId": "usr_1"}, sshdeck.Principal{}, false},
 		{map[string]any{"userId": 7}, sshdeck.Principal{}, false},
 		{nil, sshdeck.Principal{}, false},
 	} {
-		if got, ok := PrincipalFromAuthorizer(tt.ctx); got != tt.want || ok != tt.ok {
+		if got, ok := PrincipalFromAuthorizer(tt.ctx); !reflect.DeepEqual(got, tt.want) || ok != tt.ok {
 			t.Fatalf("PrincipalFromAuthorizer(%v) = %+v, %t; want %+v, %t", tt.ctx, got, ok, tt.want, tt.ok)
 		}
 	}
