@@ -218,20 +218,33 @@ func TestDisabledUserInTheStore(t *testing.T) {
 	}
 }
 
-// TestSetAdmin: the admin flag reaches the cached principal at once.
+// TestSetAdmin: the admin flag reaches the cached principal at once: a
+// token's admin scope counts only while its user is an admin, and a token
+// made while the user was none never gains it (its scopes were the user's
+// then).
 func TestSetAdmin(t *testing.T) {
 	_, authn, admin, _ := setup(t)
 	ctx := context.Background()
-	admin.AddUser(ctx, "ops", false)
+	admin.AddUser(ctx, "ops", true)
 	bearer, _, _ := admin.CreateToken(ctx, "ops", "", 0)
-	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); p.Admin() {
-		t.Fatal("admin before SetAdmin")
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); !p.Admin() {
+		t.Fatal("an admin's token is not admin")
 	}
+	if u, err := admin.SetAdmin(ctx, "ops", false); err != nil || u.Admin {
+		t.Fatalf("SetAdmin(false) = %+v, %v", u, err)
+	}
+	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); p.Admin() {
+		t.Fatal("still admin after the flag was withdrawn")
+	}
+	plain, _, _ := admin.CreateToken(ctx, "ops", "", 0)
 	if u, err := admin.SetAdmin(ctx, "ops", true); err != nil || !u.Admin {
 		t.Fatalf("SetAdmin = %+v, %v", u, err)
 	}
 	if p, _ := authn.Authenticate(ctx, "Bearer "+bearer); !p.Admin() {
 		t.Fatal("not admin after SetAdmin")
+	}
+	if p, _ := authn.Authenticate(ctx, "Bearer "+plain); p.Admin() {
+		t.Fatal("a token made while the user was no admin became one")
 	}
 	if users, err := admin.Users(ctx); err != nil || len(users) != 1 || !users[0].Admin {
 		t.Fatalf("Users = %+v, %v", users, err)

@@ -9,9 +9,11 @@ import (
 // process: each holds its params' memory (19 MiB by default) until it
 // ends, and `sshdeck serve` runs under a soft memory limit of 40 MiB, so
 // 50 logins at once must not take 950 MiB. Past GOMAXPROCS more of them
-// would not end any sooner either: they only share the CPUs. The others
-// wait their turn, as long as their context lets them.
-var passwordWork = newHashLimiter(runtime.GOMAXPROCS(0))
+// would not end any sooner either: they only share the CPUs. Two at most,
+// whatever the cores: 38 MiB, within that limit (logins are rare; a
+// Lambda serves one request at a time anyway). The others wait their
+// turn, as long as their context lets them.
+var passwordWork = newHashLimiter(min(runtime.GOMAXPROCS(0), 2))
 
 // hashLimiter is a counting semaphore: a buffered channel with one slot
 // per computation allowed at once.
