@@ -149,7 +149,7 @@ func tokenListCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tNAME\tUSER\tCREATED\tEXPIRES\tREVOKED")
+		fmt.Fprintln(w, "ID\tNAME\tUSER\tSCOPES\tCREATED\tEXPIRES\tREVOKED")
 		for _, t := range list {
 			expires, revoked := "never", "no"
 			if !t.ExpiresAt.IsZero() {
@@ -158,7 +158,8 @@ func tokenListCommand(ctx context.Context, args []string, stdout, stderr io.Writ
 			if t.Revoked {
 				revoked = t.RevokedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Name), t.User, t.CreatedAt.UTC().Format(time.RFC3339), expires, revoked)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, orDash(t.Name), t.User, orDash(sshdeck.JoinScopes(t.Scopes, ",")),
+				t.CreatedAt.UTC().Format(time.RFC3339), expires, revoked)
 		}
 		return w.Flush()
 	})

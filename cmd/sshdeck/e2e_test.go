@@ -343,6 +343,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("walk-through failed: %v\n%s", err, out)
 	}
 	for _, want := range []string{
+		"set the password of user admin", `"name":"inventory","scopes":["hosts:read"]`,
+		`lacks the scope \"hosts:write\" that POST /ssh/db/host needs","code":"forbidden"}`,
 		"created host 1", `"tags":["prod","eu"]`, "\n412\n", `{"message":"SSH host deleted"}`, "\n404\n400\n",
 		`{"message":"File added to recent"}`, `{"message":"Shortcut added"}`,
 		`[{"name":"nginx.conf","path":"/etc/nginx/nginx.conf","isSSH":true,"sshSessionId":"","hostId":1,`,
