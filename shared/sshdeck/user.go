@@ -74,9 +74,11 @@ type UserStore interface {
 
 // TokenStore persists bearer tokens, found by the hash of their secret.
 type TokenStore interface {
-	// CreateToken stores t; Conflict when its id or hash exists. It
-	// checks neither the user nor a limit (fixtures and tests use it);
-	// the admin service creates through CreateTokenWithin.
+	// CreateToken stores t; Conflict when its id or hash exists, Invalid
+	// when its Scopes are an empty list rather than nil (which would read
+	// back as nil, every scope of the user). It checks neither the user
+	// nor a limit (fixtures and tests use it); the admin service creates
+	// through CreateTokenWithin.
 	CreateToken(ctx context.Context, t *Token) error
 	// CreateTokenWithin stores t as CreateToken does, unless its user is
 	// absent (NotFound), disabled (Conflict) or already has limit tokens

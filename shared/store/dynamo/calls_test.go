@@ -105,6 +105,10 @@ func TestCallCounts(t *testing.T) {
 			return s.CreateToken(ctx, &sshdeck.Token{ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"TokenByHash", func() error { _, err := s.TokenByHash(ctx, "h-1"); return err }, "", map[string]int{"GetItem": 1}},
+		{"TouchToken", func() error { return s.TouchToken(ctx, "h-1", now) }, "", map[string]int{"UpdateItem": 1}},
+		// Refused by the condition, which returns the item: no read.
+		{"TouchToken at an earlier time", func() error { return s.TouchToken(ctx, "h-1", now.Add(-time.Minute)) }, "", map[string]int{"UpdateItem": 1}},
+		{"TouchToken absent", func() error { return s.TouchToken(ctx, "h-none", now) }, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
 		{"Tokens", func() error { _, err := s.Tokens(ctx, "u-1"); return err }, "", map[string]int{"Query": 1}},
 		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
 		{"RevokeToken again", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2}},

@@ -140,6 +140,66 @@ func TestTokenItems(t *testing.T) {
 	if got := attr(item, "revoked") + " " + attr(item, "revokedAt"); got != "BOOL:true S:2025-03-14T15:10:26.535Z" {
 		t.Errorf("revoked token: got %s", got)
 	}
+	// Neither made with scopes nor used: no scopes, no lastUsedAt.
+	for _, name := range []string{"scopes", "lastUsedAt"} {
+		if got := attr(item, name); got != "-" {
+			t.Errorf("token without scopes, never used: %s %s", name, got)
+		}
+	}
+}
+
+// TestTokenScopesAndUse checks a token's scopes (a List of String in the
+// token's order) and lastUsedAt (fixed-width UTC, which TouchToken's
+// condition compares as text), and that a touch names no other attribute:
+// a revoked token keeps revoked, revokedAt, ttl and sv.
+func TestTokenScopesAndUse(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	created := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	k := &sshdeck.Token{
+		ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: created, ExpiresAt: created.Add(time.Hour),
+		Scopes: []sshdeck.Scope{sshdeck.ScopeTokens, sshdeck.ScopeHostsRead}, LastUsedAt: created.Add(time.Second),
+	}
+	if err := s.CreateToken(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if got := strings.Join(listAttr(t, item, "scopes"), " "); got != "S:tokens S:hosts:read" {
+		t.Errorf("token's scopes: got %s", got)
+	}
+	if got := attr(item, "lastUsedAt"); got != "S:2025-03-14T15:09:27.535000000Z" {
+		t.Errorf("token's lastUsedAt: got %s", got)
+	}
+	if _, err := s.RevokeToken(ctx, "t-1", created.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	before := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if err := s.TouchToken(ctx, "h-1", created.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	after := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if got := attr(after, "lastUsedAt"); got != "S:2025-03-14T15:11:26.535000000Z" {
+		t.Errorf("touched token's lastUsedAt: got %s", got)
+	}
+	after["lastUsedAt"] = before["lastUsedAt"]
+	if got, want := itemJSON(t, after), itemJSON(t, before); got != want {
+		t.Errorf("TouchToken changed more than lastUsedAt:\n got  %s\n want %s", got, want)
+	}
+}
+
+// listAttr returns the elements of the item's List attribute name as attr
+// shows them, failing the test if it is no list.
+func listAttr(t *testing.T, item map[string]types.AttributeValue, name string) []string {
+	t.Helper()
+	l, ok := item[name].(*types.AttributeValueMemberL)
+	if !ok {
+		t.Fatalf("%s: got %T, want a list", name, item[name])
+	}
+	var out []string
+	for _, e := range l.Value {
+		out = append(out, attr(map[string]types.AttributeValue{"e": e}, "e"))
+	}
+	return out
 }
 
 // TestHostsSelectOnlyHosts puts other kinds of items into the owner's

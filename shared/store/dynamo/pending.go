@@ -13,7 +13,6 @@ import (
 
 var errPending = errors.New("dynamo: accounts operations not implemented yet")
 
-func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error { return errPending }
 func (s *Store) LoginSecrets(ctx context.Context, userID string) (*sshdeck.LoginSecrets, error) {
 	return nil, errPending
 }
