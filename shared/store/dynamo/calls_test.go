@@ -135,6 +135,17 @@ func TestCallCounts(t *testing.T) {
 			}
 			return err
 		}, "", map[string]int{"Query": 2, "GetItem": 2, "TransactWriteItems": 1}},
+		{"LoginSecrets absent", func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
+		{"PutLoginSecrets", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", PasswordHash: "$argon2id$", Version: 1, UpdatedAt: now})
+		}, "", map[string]int{"PutItem": 1}},
+		{"PutLoginSecrets of the next version", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", PasswordHash: "$argon2id$", TOTP: []byte{1}, Version: 2, UpdatedAt: now})
+		}, "", map[string]int{"PutItem": 1}},
+		{"PutLoginSecrets stale", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", Version: 2, UpdatedAt: now})
+		}, sshdeck.Conflict, map[string]int{"PutItem": 1}},
+		{"LoginSecrets", func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err }, "", map[string]int{"GetItem": 1}},
 		{"Host", func() error { _, err := s.Host(ctx, "alice", 1); return err }, "", map[string]int{"GetItem": 1}},
 		{"Host absent", func() error { _, err := s.Host(ctx, "alice", 99); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err }, "", map[string]int{"Query": 1}},
@@ -549,6 +560,7 @@ func TestConsistentReads(t *testing.T) {
 		"KnownHost":       func() error { _, err := s.KnownHost(ctx, "alice", "10.0.0.5:22"); return err },
 		"Files":           func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
 		"Alerts":          func() error { _, err := s.Alerts(ctx, time.Now()); return err },
+		"LoginSecrets":    func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err },
 		"Dismissals":      func() error { _, err := s.Dismissals(ctx, "u-1", time.Now()); return err },
 	}
 	for name, read := range calls {

@@ -490,3 +490,42 @@ func TestKnownHostItem(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginSecretsItem checks a user's login secrets: in a partition of
+// their own (LOGIN#<user id>, not the user's, which more roles may read),
+// the sealed secrets as Binary, no ttl.
+func TestLoginSecretsItem(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	ls := &sshdeck.LoginSecrets{
+		UserID: "usr_a", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA",
+		TOTP: []byte{0x00, 0xff}, PendingTOTP: []byte{0x01}, TOTPStep: 58_000_000, Version: 1, UpdatedAt: at,
+	}
+	if err := s.PutLoginSecrets(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "LOGIN#usr_a", "LOGIN")
+	for name, want := range map[string]string{
+		"userId": "S:usr_a", "passwordHash": "S:" + ls.PasswordHash, "totp": "B:00ff", "pendingTotp": "B:01",
+		"totpStep": "N:58000000", "version": "N:1", "updatedAt": "S:2025-03-14T13:09:26.535Z",
+		"sv": "N:2", "ttl": "-", "gsi1pk": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("login secrets' %s: got %s, want %s", name, got, want)
+		}
+	}
+	// Emptied, each is left out.
+	if err := s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "usr_a", Version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "LOGIN#usr_a", "LOGIN")
+	for _, name := range []string{"passwordHash", "totp", "pendingTotp", "totpStep", "updatedAt"} {
+		if got := attr(item, name); got != "-" {
+			t.Errorf("emptied login secrets' %s: got %s, want none", name, got)
+		}
+	}
+	if got := attr(item, "version"); got != "N:2" {
+		t.Errorf("login secrets' version: got %s, want N:2", got)
+	}
+}

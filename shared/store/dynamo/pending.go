@@ -7,18 +7,10 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
 var errPending = errors.New("dynamo: accounts operations not implemented yet")
 
-func (s *Store) LoginSecrets(ctx context.Context, userID string) (*sshdeck.LoginSecrets, error) {
-	return nil, errPending
-}
-func (s *Store) PutLoginSecrets(ctx context.Context, ls *sshdeck.LoginSecrets) error {
-	return errPending
-}
 func (s *Store) Failures(ctx context.Context, key string, now time.Time) (int, time.Time, error) {
 	return 0, time.Time{}, errPending
 }

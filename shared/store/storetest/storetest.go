@@ -34,6 +34,8 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TokenScopes", testTokenScopes},
 		{"TokenTouch", testTokenTouch},
 		{"TokenTouchConcurrent", testTokenTouchConcurrent},
+		{"LoginSecrets", testLoginSecrets},
+		{"LoginSecretsConcurrent", testLoginSecretsConcurrent},
 		{"HostIDsPerOwner", testHostIDsPerOwner},
 		{"HostIDsNeverReused", testHostIDsNeverReused},
 		{"HostRoundTrip", testHostRoundTrip},
