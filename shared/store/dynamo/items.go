@@ -163,6 +163,12 @@ func knownHostKey(owner, addr string) key { return key{ownerPK(owner), knownHost
 // the secrets need be granted them.
 func loginKey(userID string) key { return key{"LOGIN#" + userID, "LOGIN"} }
 
+// loginFailureKey is the window of failed logins of a key the caller makes
+// ("name:<hex sha256>", "addr:<ip>"): a partition of its own, as a cache
+// entry's, read and written one by one. Keys may hold dots, only in the
+// partition key (see README.md, minidyn).
+func loginFailureKey(k string) key { return key{"LOGINFAIL#" + k, "LOGINFAIL"} }
+
 // cacheKey is a cache entry's own partition: entries are read one by one.
 func cacheKey(k string) key { return key{"CACHE#" + k, "CACHE"} }
 

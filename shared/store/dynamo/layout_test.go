@@ -529,3 +529,40 @@ func TestLoginSecretsItem(t *testing.T) {
 		t.Errorf("login secrets' version: got %s, want N:2", got)
 	}
 }
+
+// TestFailureItem checks a window of failed logins: its own partition at
+// the caller's key, until as fixed-width UTC (which AddFailure's conditions
+// compare as text), ttl the epoch second of until; the next window's put
+// replaces the item whole.
+func TestFailureItem(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	const k = "addr:10.0.0.5"
+	for range 2 {
+		if _, _, err := s.AddFailure(ctx, k, at, 15*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item := rawItem(t, srv, "LOGINFAIL#"+k, "LOGINFAIL")
+	until := at.Add(15 * time.Minute)
+	for name, want := range map[string]string{
+		"n": "N:2", "until": "S:2025-03-14T13:24:26.535000000Z", "ttl": fmt.Sprintf("N:%d", until.Unix()),
+		"sv": "N:2", "gsi1pk": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("failure window's %s: got %s, want %s", name, got, want)
+		}
+	}
+	if len(item) != 6 {
+		t.Errorf("failure window: got %d attributes, want pk, sk, n, until, ttl and sv: %s", len(item), itemJSON(t, item))
+	}
+	later := until.Add(time.Hour)
+	if _, _, err := s.AddFailure(ctx, k, later, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "LOGINFAIL#"+k, "LOGINFAIL")
+	if got := attr(item, "n") + " " + attr(item, "until") + " " + attr(item, "ttl"); got != fmt.Sprintf("N:1 S:2025-03-14T14:25:26.535000000Z N:%d", later.Add(time.Minute).Unix()) {
+		t.Errorf("the next failure window: got %s", got)
+	}
+}

@@ -36,6 +36,8 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TokenTouchConcurrent", testTokenTouchConcurrent},
 		{"LoginSecrets", testLoginSecrets},
 		{"LoginSecretsConcurrent", testLoginSecretsConcurrent},
+		{"Failures", testFailures},
+		{"FailuresConcurrent", testFailuresConcurrent},
 		{"HostIDsPerOwner", testHostIDsPerOwner},
 		{"HostIDsNeverReused", testHostIDsNeverReused},
 		{"HostRoundTrip", testHostRoundTrip},
