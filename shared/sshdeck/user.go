@@ -74,9 +74,11 @@ type UserStore interface {
 
 // TokenStore persists bearer tokens, found by the hash of their secret.
 type TokenStore interface {
-	// CreateToken stores t; Conflict when its id or hash exists. It
-	// checks neither the user nor a limit (fixtures and tests use it);
-	// the admin service creates through CreateTokenWithin.
+	// CreateToken stores t; Conflict when its id or hash exists, Invalid
+	// when its Scopes are an empty list rather than nil (which would read
+	// back as nil, every scope of the user). It checks neither the user
+	// nor a limit (fixtures and tests use it); the admin service creates
+	// through CreateTokenWithin.
 	CreateToken(ctx context.Context, t *Token) error
 	// CreateTokenWithin stores t as CreateToken does, unless its user is
 	// absent (NotFound), disabled (Conflict) or already has limit tokens
@@ -135,7 +137,8 @@ type LoginSecretStore interface {
 // FailureStore counts failed logins per key (a user name, a client
 // address) in fixed windows: the first failure opens a window of the
 // given length, every failure in it counts, and the count is forgotten
-// when the window ends.
+// when the window ends. A key is 1 to MaxFailureKey bytes; another is the
+// caller's bug, an error (not a coded one).
 type FailureStore interface {
 	// Failures returns the count of the key's window in force at now and
 	// the window's end: 0 and the zero time when none is.
@@ -146,3 +149,9 @@ type FailureStore interface {
 	// new key end at N.
 	AddFailure(ctx context.Context, key string, now time.Time, window time.Duration) (n int, until time.Time, err error)
 }
+
+// MaxFailureKey bounds a FailureStore key: "name:" and a hex SHA-256, or
+// "addr:" and an IP address, are far shorter; a key the caller did not
+// bound could outgrow a store's key (DynamoDB's partition key holds 2048
+// bytes).
+const MaxFailureKey = 512

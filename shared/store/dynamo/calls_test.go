@@ -58,6 +58,17 @@ func wantAdded(added bool, err error) func(want bool) error {
 	}
 }
 
+// wantFailures turns the answer of Failures or AddFailure into an error
+// when the count is not want.
+func wantFailures(n int, _ time.Time, err error) func(want int) error {
+	return func(want int) error {
+		if err == nil && n != want {
+			err = fmt.Errorf("got %d failures, want %d", n, want)
+		}
+		return err
+	}
+}
+
 func newAlert(id string, now time.Time) *sshdeck.Alert {
 	return &sshdeck.Alert{ID: id, Title: "Maintenance", ExpiresAt: now.Add(time.Hour), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning, CreatedAt: now}
 }
@@ -105,6 +116,10 @@ func TestCallCounts(t *testing.T) {
 			return s.CreateToken(ctx, &sshdeck.Token{ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 		}, "", map[string]int{"TransactWriteItems": 1}},
 		{"TokenByHash", func() error { _, err := s.TokenByHash(ctx, "h-1"); return err }, "", map[string]int{"GetItem": 1}},
+		{"TouchToken", func() error { return s.TouchToken(ctx, "h-1", now) }, "", map[string]int{"UpdateItem": 1}},
+		// Refused by the condition, which returns the item: no read.
+		{"TouchToken at an earlier time", func() error { return s.TouchToken(ctx, "h-1", now.Add(-time.Minute)) }, "", map[string]int{"UpdateItem": 1}},
+		{"TouchToken absent", func() error { return s.TouchToken(ctx, "h-none", now) }, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
 		{"Tokens", func() error { _, err := s.Tokens(ctx, "u-1"); return err }, "", map[string]int{"Query": 1}},
 		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
 		{"RevokeToken again", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2}},
@@ -131,6 +146,30 @@ func TestCallCounts(t *testing.T) {
 			}
 			return err
 		}, "", map[string]int{"Query": 2, "GetItem": 2, "TransactWriteItems": 1}},
+		{"LoginSecrets absent", func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
+		{"PutLoginSecrets", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", PasswordHash: "$argon2id$", Version: 1, UpdatedAt: now})
+		}, "", map[string]int{"PutItem": 1}},
+		{"PutLoginSecrets of the next version", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", PasswordHash: "$argon2id$", TOTP: []byte{1}, Version: 2, UpdatedAt: now})
+		}, "", map[string]int{"PutItem": 1}},
+		{"PutLoginSecrets stale", func() error {
+			return s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "u-1", Version: 2, UpdatedAt: now})
+		}, sshdeck.Conflict, map[string]int{"PutItem": 1}},
+		{"LoginSecrets", func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err }, "", map[string]int{"GetItem": 1}},
+		{"Failures of an unknown key", func() error { return wantFailures(s.Failures(ctx, "name:a", now))(0) }, "", map[string]int{"GetItem": 1}},
+		{"AddFailure", func() error { return wantFailures(s.AddFailure(ctx, "name:a", now, time.Minute))(1) }, "", map[string]int{"UpdateItem": 1}},
+		{"AddFailure in the window", func() error { return wantFailures(s.AddFailure(ctx, "name:a", now, time.Minute))(2) }, "", map[string]int{"UpdateItem": 1}},
+		{"Failures", func() error { return wantFailures(s.Failures(ctx, "name:a", now))(2) }, "", map[string]int{"GetItem": 1}},
+		// The update's condition fails on the ended window; a put opens the
+		// next.
+		{"AddFailure after the window", func() error {
+			return wantFailures(s.AddFailure(ctx, "name:a", now.Add(time.Minute), time.Minute))(1)
+		}, "", map[string]int{"UpdateItem": 1, "PutItem": 1}},
+		{"AddFailure of too long a key", func() error {
+			_, _, err := s.AddFailure(ctx, strings.Repeat("k", sshdeck.MaxFailureKey+1), now, time.Minute)
+			return err
+		}, sshdeck.Internal, map[string]int{}},
 		{"Host", func() error { _, err := s.Host(ctx, "alice", 1); return err }, "", map[string]int{"GetItem": 1}},
 		{"Host absent", func() error { _, err := s.Host(ctx, "alice", 99); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		{"Hosts", func() error { _, err := s.Hosts(ctx, "alice", 0, 0); return err }, "", map[string]int{"Query": 1}},
@@ -545,6 +584,8 @@ func TestConsistentReads(t *testing.T) {
 		"KnownHost":       func() error { _, err := s.KnownHost(ctx, "alice", "10.0.0.5:22"); return err },
 		"Files":           func() error { _, err := s.Files(ctx, "alice", 1, sshdeck.RecentFile); return err },
 		"Alerts":          func() error { _, err := s.Alerts(ctx, time.Now()); return err },
+		"LoginSecrets":    func() error { _, err := s.LoginSecrets(ctx, "u-1"); return err },
+		"Failures":        func() error { _, _, err := s.Failures(ctx, "name:a", time.Now()); return err },
 		"Dismissals":      func() error { _, err := s.Dismissals(ctx, "u-1", time.Now()); return err },
 	}
 	for name, read := range calls {

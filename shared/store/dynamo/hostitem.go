@@ -6,7 +6,8 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// attrVersion is sshdeck.Host's version, the guard of its writes.
+// attrVersion is sshdeck.Host's version, the guard of its writes, and
+// sshdeck.LoginSecrets' (PutLoginSecrets).
 const attrVersion = "version"
 
 // hostAttrs is a host as stored, by hand rather than by reflection: a list

@@ -154,6 +154,21 @@ const knownHostSKPrefix = "KNOWNHOST#"
 
 func knownHostKey(owner, addr string) key { return key{ownerPK(owner), knownHostSKPrefix + addr} }
 
+// loginKey is a user's login secrets (password hash, sealed TOTP secrets):
+// a partition of their own rather than the user's. IAM tells items apart by
+// partition key alone (dynamodb:LeadingKeys), and every role that reads
+// users may read USER#* (the authorizer and the tunnel service by GetItem,
+// the alert routes by a Query of the caller's USER#<id>, which would return
+// every item of it): under LOGIN#* only the routes that log in and change
+// the secrets need be granted them.
+func loginKey(userID string) key { return key{"LOGIN#" + userID, "LOGIN"} }
+
+// loginFailureKey is the window of failed logins of a key the caller makes
+// ("name:<hex sha256>", "addr:<ip>"): a partition of its own, as a cache
+// entry's, read and written one by one. Keys may hold dots, only in the
+// partition key (see README.md, minidyn).
+func loginFailureKey(k string) key { return key{"LOGINFAIL#" + k, "LOGINFAIL"} }
+
 // cacheKey is a cache entry's own partition: entries are read one by one.
 func cacheKey(k string) key { return key{"CACHE#" + k, "CACHE"} }
 

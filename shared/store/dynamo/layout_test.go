@@ -140,6 +140,66 @@ func TestTokenItems(t *testing.T) {
 	if got := attr(item, "revoked") + " " + attr(item, "revokedAt"); got != "BOOL:true S:2025-03-14T15:10:26.535Z" {
 		t.Errorf("revoked token: got %s", got)
 	}
+	// Neither made with scopes nor used: no scopes, no lastUsedAt.
+	for _, name := range []string{"scopes", "lastUsedAt"} {
+		if got := attr(item, name); got != "-" {
+			t.Errorf("token without scopes, never used: %s %s", name, got)
+		}
+	}
+}
+
+// TestTokenScopesAndUse checks a token's scopes (a List of String in the
+// token's order) and lastUsedAt (fixed-width UTC, which TouchToken's
+// condition compares as text), and that a touch names no other attribute:
+// a revoked token keeps revoked, revokedAt, ttl and sv.
+func TestTokenScopesAndUse(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	created := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+	k := &sshdeck.Token{
+		ID: "t-1", UserID: "u-1", Hash: "h-1", CreatedAt: created, ExpiresAt: created.Add(time.Hour),
+		Scopes: []sshdeck.Scope{sshdeck.ScopeTokens, sshdeck.ScopeHostsRead}, LastUsedAt: created.Add(time.Second),
+	}
+	if err := s.CreateToken(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if got := strings.Join(listAttr(t, item, "scopes"), " "); got != "S:tokens S:hosts:read" {
+		t.Errorf("token's scopes: got %s", got)
+	}
+	if got := attr(item, "lastUsedAt"); got != "S:2025-03-14T15:09:27.535000000Z" {
+		t.Errorf("token's lastUsedAt: got %s", got)
+	}
+	if _, err := s.RevokeToken(ctx, "t-1", created.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	before := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if err := s.TouchToken(ctx, "h-1", created.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	after := rawItem(t, srv, "TOKEN#h-1", "TOKEN")
+	if got := attr(after, "lastUsedAt"); got != "S:2025-03-14T15:11:26.535000000Z" {
+		t.Errorf("touched token's lastUsedAt: got %s", got)
+	}
+	after["lastUsedAt"] = before["lastUsedAt"]
+	if got, want := itemJSON(t, after), itemJSON(t, before); got != want {
+		t.Errorf("TouchToken changed more than lastUsedAt:\n got  %s\n want %s", got, want)
+	}
+}
+
+// listAttr returns the elements of the item's List attribute name as attr
+// shows them, failing the test if it is no list.
+func listAttr(t *testing.T, item map[string]types.AttributeValue, name string) []string {
+	t.Helper()
+	l, ok := item[name].(*types.AttributeValueMemberL)
+	if !ok {
+		t.Fatalf("%s: got %T, want a list", name, item[name])
+	}
+	var out []string
+	for _, e := range l.Value {
+		out = append(out, attr(map[string]types.AttributeValue{"e": e}, "e"))
+	}
+	return out
 }
 
 // TestHostsSelectOnlyHosts puts other kinds of items into the owner's
@@ -428,5 +488,81 @@ func TestKnownHostItem(t *testing.T) {
 		if got := attr(item, name); got != want {
 			t.Errorf("known host's %s: got %s, want %s", name, got, want)
 		}
+	}
+}
+
+// TestLoginSecretsItem checks a user's login secrets: in a partition of
+// their own (LOGIN#<user id>, not the user's, which more roles may read),
+// the sealed secrets as Binary, no ttl.
+func TestLoginSecretsItem(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	ls := &sshdeck.LoginSecrets{
+		UserID: "usr_a", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA",
+		TOTP: []byte{0x00, 0xff}, PendingTOTP: []byte{0x01}, TOTPStep: 58_000_000, Version: 1, UpdatedAt: at,
+	}
+	if err := s.PutLoginSecrets(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, srv, "LOGIN#usr_a", "LOGIN")
+	for name, want := range map[string]string{
+		"userId": "S:usr_a", "passwordHash": "S:" + ls.PasswordHash, "totp": "B:00ff", "pendingTotp": "B:01",
+		"totpStep": "N:58000000", "version": "N:1", "updatedAt": "S:2025-03-14T13:09:26.535Z",
+		"sv": "N:2", "ttl": "-", "gsi1pk": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("login secrets' %s: got %s, want %s", name, got, want)
+		}
+	}
+	// Emptied, each is left out.
+	if err := s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: "usr_a", Version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "LOGIN#usr_a", "LOGIN")
+	for _, name := range []string{"passwordHash", "totp", "pendingTotp", "totpStep", "updatedAt"} {
+		if got := attr(item, name); got != "-" {
+			t.Errorf("emptied login secrets' %s: got %s, want none", name, got)
+		}
+	}
+	if got := attr(item, "version"); got != "N:2" {
+		t.Errorf("login secrets' version: got %s, want N:2", got)
+	}
+}
+
+// TestFailureItem checks a window of failed logins: its own partition at
+// the caller's key, until as fixed-width UTC (which AddFailure's conditions
+// compare as text), ttl the epoch second of until; the next window's put
+// replaces the item whole.
+func TestFailureItem(t *testing.T) {
+	ctx := t.Context()
+	s, srv := start(t)
+	at := time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
+	const k = "addr:10.0.0.5"
+	for range 2 {
+		if _, _, err := s.AddFailure(ctx, k, at, 15*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	item := rawItem(t, srv, "LOGINFAIL#"+k, "LOGINFAIL")
+	until := at.Add(15 * time.Minute)
+	for name, want := range map[string]string{
+		"n": "N:2", "until": "S:2025-03-14T13:24:26.535000000Z", "ttl": fmt.Sprintf("N:%d", until.Unix()),
+		"sv": "N:2", "gsi1pk": "-",
+	} {
+		if got := attr(item, name); got != want {
+			t.Errorf("failure window's %s: got %s, want %s", name, got, want)
+		}
+	}
+	if len(item) != 6 {
+		t.Errorf("failure window: got %d attributes, want pk, sk, n, until, ttl and sv: %s", len(item), itemJSON(t, item))
+	}
+	later := until.Add(time.Hour)
+	if _, _, err := s.AddFailure(ctx, k, later, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	item = rawItem(t, srv, "LOGINFAIL#"+k, "LOGINFAIL")
+	if got := attr(item, "n") + " " + attr(item, "until") + " " + attr(item, "ttl"); got != fmt.Sprintf("N:1 S:2025-03-14T14:25:26.535000000Z N:%d", later.Add(time.Minute).Unix()) {
+		t.Errorf("the next failure window: got %s", got)
 	}
 }

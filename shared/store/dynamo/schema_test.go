@@ -303,7 +303,7 @@ func TestSchema1Items(t *testing.T) {
 // TestSchema1Rewritten writes over schema-1 items: a whole-item write (a
 // host's update, a tunnel's next generation) leaves an item of schema 2,
 // which reads back as written; an update of some attributes (a revocation,
-// a lease, a status) leaves the item's version as it was.
+// a touch, a lease, a status) leaves the item's version as it was.
 func TestSchema1Rewritten(t *testing.T) {
 	ctx := t.Context()
 	s, srv, _ := loadSchema1(t)
@@ -347,6 +347,9 @@ func TestSchema1Rewritten(t *testing.T) {
 	if _, err := s.RevokeToken(ctx, "tok_1", at); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.TouchToken(ctx, "h1", at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.AcquireTunnelLease(ctx, "usr_a", "web", "replica-3", at, at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -356,8 +359,8 @@ func TestSchema1Rewritten(t *testing.T) {
 		}
 	}
 	tok, err := s.TokenByHash(ctx, "h1")
-	if err != nil || !tok.Revoked || !tok.RevokedAt.Equal(at) {
-		t.Errorf("revoked schema-1 token: got %+v, %v", tok, err)
+	if err != nil || !tok.Revoked || !tok.RevokedAt.Equal(at) || !tok.LastUsedAt.Equal(at.Add(time.Minute)) || tok.Scopes != nil {
+		t.Errorf("revoked and touched schema-1 token: got %+v, %v", tok, err)
 	}
 }
 

@@ -15,10 +15,12 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
-// Attributes of a token item that RevokeToken's update names.
+// Attributes of a token item that RevokeToken's and TouchToken's updates
+// name.
 const (
-	attrRevoked   = "revoked"
-	attrRevokedAt = "revokedAt"
+	attrRevoked    = "revoked"
+	attrRevokedAt  = "revokedAt"
+	attrLastUsedAt = "lastUsedAt"
 )
 
 // CreateToken writes the token at its hash, listed in gsi1 under its user by
@@ -27,8 +29,8 @@ const (
 // Conflict when the hash or the id exists. An expiring token's items carry
 // ttl, for DynamoDB's TTL to purge them after tokenRetention.
 func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
-	if t.ID == "" || t.UserID == "" || t.Hash == "" {
-		return errors.New("dynamo: create token: id, user id and hash are required")
+	if err := checkNewToken(t); err != nil {
+		return err
 	}
 	err := s.createToken(ctx, t)
 	return wrap("create token", err)
@@ -41,6 +43,21 @@ func (s *Store) createToken(ctx context.Context, t *sshdeck.Token) error {
 		return conflict
 	}
 	return err
+}
+
+// checkNewToken refuses a token CreateToken cannot store as it is: without
+// its keys, or with an empty list of scopes that is not nil, which the item
+// would leave out (an empty list is never stored) and which would read
+// back as nil, every scope of the user: a token that may do nothing would
+// come back as one that may do everything.
+func checkNewToken(t *sshdeck.Token) error {
+	if t.ID == "" || t.UserID == "" || t.Hash == "" {
+		return errors.New("dynamo: create token: id, user id and hash are required")
+	}
+	if t.Scopes != nil && len(t.Scopes) == 0 {
+		return sshdeck.Errorf(sshdeck.Invalid, "a token needs at least one scope")
+	}
+	return nil
 }
 
 // tokenWrites are the puts of a new token: at its hash (listed in gsi1),
@@ -83,6 +100,40 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*sshdeck.Token, e
 	return t, wrap("token by hash", err)
 }
 
+// TouchToken sets the token's lastUsedAt to at, unless it is at or past at
+// already: one UpdateItem of the token's item, `SET lastUsedAt = :at`
+// conditioned `attribute_exists(pk) AND (attribute_not_exists(lastUsedAt)
+// OR lastUsedAt < :at)`. lastUsedAt is fixed-width UTC to the nanosecond
+// (sortableTime, like a lease's leaseUntil) so that the condition compares
+// it as text in time order: two authorizers touching at once leave the
+// later time, never the earlier. A failed condition returns the item as it
+// was (ALL_OLD): none is NotFound, one a touch that had nothing to do. It
+// names no other attribute: a revoked token stays revoked, its ttl and sv
+// as they were.
+func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error {
+	if at.IsZero() {
+		return errors.New("dynamo: touch token: the time is required")
+	}
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &s.table,
+		Key:                      tokenKey(hash).attrs(),
+		UpdateExpression:         aws.String("SET #used = :at"),
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND (attribute_not_exists(#used) OR #used < :at)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#used": attrLastUsedAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at": str(sortableTime(at)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, failed := failedOld(err); failed {
+		if len(old) == 0 {
+			return sshdeck.Errorf(sshdeck.NotFound, "token not found")
+		}
+		return nil // used at or after at already
+	}
+	return wrap("touch token", err)
+}
+
 // CreateTokenWithin stores t as CreateToken does, with the user's count
 // of live tokens (tokenCounter, a live count: see counter.go): addCounted
 // reads the user (a consistent GetItem: absent is NotFound, disabled
@@ -98,8 +149,8 @@ func (s *Store) TokenByHash(ctx context.Context, hash string) (*sshdeck.Token, e
 // Tokens made before the listing items existed are not listed, and not
 // counted: revoke them (token revoke --all) to be exact.
 func (s *Store) CreateTokenWithin(ctx context.Context, t *sshdeck.Token, limit int) error {
-	if t.ID == "" || t.UserID == "" || t.Hash == "" {
-		return errors.New("dynamo: create token: id, user id and hash are required")
+	if err := checkNewToken(t); err != nil {
+		return err
 	}
 	name := t.UserID
 	enabled := func(st *counterState, e *expr) error {
@@ -274,9 +325,11 @@ func (s *Store) Tokens(ctx context.Context, userID string) ([]*sshdeck.Token, er
 
 // tokenAttrs is a token as stored at its hash (CreateToken adds the index
 // keys and ttl): id, userId, name, hash (S), createdAt, expiresAt, revokedAt
-// (S, stamps, the last two absent when zero), revoked (BOOL).
+// (S, stamps, the last two absent when zero), revoked (BOOL), scopes (L of
+// S, in the token's order; absent for a token made before scopes, nil) and
+// lastUsedAt (S, fixed-width, see TouchToken; absent when never used).
 func tokenAttrs(t *sshdeck.Token) map[string]types.AttributeValue {
-	a := newAttrs(11)
+	a := newAttrs(13)
 	a["id"] = str(t.ID)
 	a["userId"] = str(t.UserID)
 	a["name"] = str(t.Name)
@@ -285,19 +338,50 @@ func tokenAttrs(t *sshdeck.Token) map[string]types.AttributeValue {
 	putTime(a, "expiresAt", t.ExpiresAt)
 	a[attrRevoked] = boolean(t.Revoked)
 	putTime(a, attrRevokedAt, t.RevokedAt)
+	putStrings(a, "scopes", scopeNames(t.Scopes))
+	if !t.LastUsedAt.IsZero() {
+		a[attrLastUsedAt] = str(sortableTime(t.LastUsedAt))
+	}
 	return a
 }
 
 // decodeToken reads the item of tokenAttrs, of any schema version: they
-// are the same in 1 and 2.
+// are the same in 1 and 2 (scopes and lastUsedAt came within 2, and their
+// absence means what it meant before them: README.md, "Schema versions").
 func decodeToken(item map[string]types.AttributeValue) (*sshdeck.Token, error) {
 	f, d := decode(item)
 	t := &sshdeck.Token{
 		ID: f.str("id"), UserID: f.str("userId"), Name: f.str("name"), Hash: f.str("hash"),
 		CreatedAt: f.time("createdAt"), ExpiresAt: f.time("expiresAt"),
 		Revoked: f.bool(attrRevoked), RevokedAt: f.time(attrRevokedAt),
+		Scopes: scopesOf(f.strings("scopes")), LastUsedAt: f.time(attrLastUsedAt),
 	}
 	return decoded(t, d, "token")
+}
+
+// scopeNames are the scopes as the item's strings; nil for nil.
+func scopeNames(scopes []sshdeck.Scope) []string {
+	if scopes == nil {
+		return nil
+	}
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = string(sc)
+	}
+	return names
+}
+
+// scopesOf are the item's strings as scopes, unchecked (the store keeps
+// what it was given); nil for none.
+func scopesOf(names []string) []sshdeck.Scope {
+	if names == nil {
+		return nil
+	}
+	scopes := make([]sshdeck.Scope, len(names))
+	for i, n := range names {
+		scopes[i] = sshdeck.Scope(n)
+	}
+	return scopes
 }
 
 // userTokenAttrs is the item that lists a token in its user's partition

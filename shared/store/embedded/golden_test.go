@@ -103,6 +103,9 @@ func TestGoldenRecords(t *testing.T) {
 		s.CreateUser(ctx, &sshdeck.User{ID: owner, Name: "alice", Admin: true, CreatedAt: t0}),
 		s.CreateToken(ctx, &sshdeck.Token{ID: "tok_1", UserID: owner, Name: "laptop", Hash: "ab12", CreatedAt: t0, ExpiresAt: t0.Add(720 * time.Hour)}),
 		s.CreateToken(ctx, &sshdeck.Token{ID: "tok_2", UserID: owner, Name: "ci", Hash: "cd34", CreatedAt: t0}),
+		// Schema 5: a token with scopes (in its own order) and a last use.
+		s.CreateToken(ctx, &sshdeck.Token{ID: "tok_3", UserID: owner, Name: "deploy", Hash: "ef56", CreatedAt: t0, Scopes: []sshdeck.Scope{sshdeck.ScopeTokens, sshdeck.ScopeHostsRead}, LastUsedAt: t0.Add(time.Second)}),
+		s.PutLoginSecrets(ctx, &sshdeck.LoginSecrets{UserID: owner, PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", TOTP: []byte{0x00, 0xff}, PendingTOTP: []byte{0x01}, TOTPStep: 58000000, Version: 1, UpdatedAt: t0}),
 		s.CreateHost(ctx, h, 1000),
 		s.PutRecentFile(ctx, &sshdeck.FileEntry{Owner: owner, HostID: h.ID, Kind: sshdeck.RecentFile, Path: "/etc/hosts", Name: "hosts", IsSSH: true, SSHSessionID: "sess-1", CreatedAt: t0, LastOpened: t0}, 10),
 		s.CreateAlert(ctx, &sshdeck.Alert{ID: "alr_1", Title: "Maintenance", Message: "Tonight", ExpiresAt: t0.Add(time.Hour), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning, ActionURL: "https://example.com", ActionText: "More", CreatedAt: t0}),
@@ -135,6 +138,12 @@ func TestGoldenRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.AcquireTunnelLease(ctx, owner, "db", "replica-1", t0, t0.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchToken(ctx, "ef56", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.AddFailure(ctx, "addr:10.0.0.5", t0, 15*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 

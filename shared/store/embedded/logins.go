@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,6 +49,9 @@ func (s *Store) PutLoginSecrets(ctx context.Context, ls *sshdeck.LoginSecrets) e
 
 // Failures returns the count of the key's window in force at now.
 func (s *Store) Failures(ctx context.Context, key string, now time.Time) (int, time.Time, error) {
+	if err := checkFailureKey("login failures", key); err != nil {
+		return 0, time.Time{}, err
+	}
 	var r failureRecord
 	err := s.view(ctx, "login failures", func(tx *bolt.Tx) error {
 		_, err := getJSON(tx.Bucket(bucketLoginFailures), []byte(key), &r)
@@ -64,6 +68,12 @@ func (s *Store) Failures(ctx context.Context, key string, now time.Time) (int, t
 // deleted by the same write, so the bucket holds little more than the
 // windows in force.
 func (s *Store) AddFailure(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+	if err := checkFailureKey("add login failure", key); err != nil {
+		return 0, time.Time{}, err
+	}
+	if window <= 0 {
+		return 0, time.Time{}, errors.New("embedded: add login failure: a window is required")
+	}
 	var r failureRecord
 	err := s.update(ctx, "add login failure", func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLoginFailures)
@@ -84,6 +94,15 @@ func (s *Store) AddFailure(ctx context.Context, key string, now time.Time, windo
 		return 0, time.Time{}, err
 	}
 	return r.N, r.Until, nil
+}
+
+// checkFailureKey refuses a key the caller did not bound, as the DynamoDB
+// store must (its keys are bounded): the same key works in both.
+func checkFailureKey(op, key string) error {
+	if key == "" || len(key) > sshdeck.MaxFailureKey {
+		return fmt.Errorf("embedded: %s: a key of 1 to %d bytes is required, not %d", op, sshdeck.MaxFailureKey, len(key))
+	}
+	return nil
 }
 
 // loginSecretsRecord is a user's LoginSecrets as stored, JSON under the

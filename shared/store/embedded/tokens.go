@@ -14,8 +14,8 @@ import (
 
 // CreateToken stores t; Conflict when its id or hash exists.
 func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
-	if t.ID == "" || t.UserID == "" || t.Hash == "" {
-		return errors.New("embedded: create token: id, user id and hash are required")
+	if err := checkNewToken(t); err != nil {
+		return err
 	}
 	return s.update(ctx, "create token", func(tx *bolt.Tx) error { return putToken(tx, t) })
 }
@@ -25,8 +25,8 @@ func (s *Store) CreateToken(ctx context.Context, t *sshdeck.Token) error {
 // transactions are serial, so no concurrent create passes the limit. The
 // count scans every token: a local store holds few.
 func (s *Store) CreateTokenWithin(ctx context.Context, t *sshdeck.Token, limit int) error {
-	if t.ID == "" || t.UserID == "" || t.Hash == "" {
-		return errors.New("embedded: create token: id, user id and hash are required")
+	if err := checkNewToken(t); err != nil {
+		return err
 	}
 	return s.update(ctx, "create token", func(tx *bolt.Tx) error {
 		u, err := loadUser(tx, t.UserID)
@@ -51,6 +51,20 @@ func (s *Store) CreateTokenWithin(ctx context.Context, t *sshdeck.Token, limit i
 		}
 		return putToken(tx, t)
 	})
+}
+
+// checkNewToken refuses a token without its keys, or with an empty list
+// of scopes that is not nil: the record leaves an empty list out, so it
+// would read back as nil, every scope of the user, and a token that may do
+// nothing would come back as one that may do everything.
+func checkNewToken(t *sshdeck.Token) error {
+	if t.ID == "" || t.UserID == "" || t.Hash == "" {
+		return errors.New("embedded: create token: id, user id and hash are required")
+	}
+	if t.Scopes != nil && len(t.Scopes) == 0 {
+		return sshdeck.Errorf(sshdeck.Invalid, "a token needs at least one scope")
+	}
+	return nil
 }
 
 // putToken puts t at its id and its hash; Conflict when either exists.

@@ -16,6 +16,7 @@ func sameToken(t *testing.T, got, want *sshdeck.Token, what string) {
 	t.Helper()
 	same(t, got, want, func(k *sshdeck.Token) {
 		k.CreatedAt, k.ExpiresAt, k.RevokedAt = ms(k.CreatedAt), ms(k.ExpiresAt), ms(k.RevokedAt)
+		k.LastUsedAt = ms(k.LastUsedAt)
 	}, what)
 }
 
