@@ -113,15 +113,13 @@ func (s *Service) CreateToken(ctx context.Context, caller sshdeck.Principal, req
 // included: that is how a client logs out). Another user's token is
 // NotFound, as an absent one is.
 func (s *Service) RevokeToken(ctx context.Context, caller sshdeck.Principal, id string) error {
-	tokens, err := s.store.Tokens(ctx, caller.UserID)
+	t, err := s.store.Token(ctx, id)
+	if err == nil && t.UserID != caller.UserID {
+		err = sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)
+	}
 	if err != nil {
 		return err
 	}
-	for _, t := range tokens {
-		if t.ID == id {
-			_, err := s.admin.RevokeToken(ctx, id)
-			return err
-		}
-	}
-	return sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)
+	_, err = s.admin.RevokeToken(ctx, id)
+	return err
 }

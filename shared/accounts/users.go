@@ -59,19 +59,8 @@ func (s *Service) ChangePassword(ctx context.Context, caller sshdeck.Principal, 
 // revokeOthers revokes every live token of the caller but the one they
 // called with.
 func (s *Service) revokeOthers(ctx context.Context, caller sshdeck.Principal) error {
-	tokens, err := s.store.Tokens(ctx, caller.UserID)
-	if err != nil {
-		return err
-	}
-	for _, t := range tokens {
-		if t.ID == caller.TokenID || t.Revoked {
-			continue
-		}
-		if _, err := s.admin.RevokeToken(ctx, t.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := s.admin.RevokeOthers(ctx, caller.UserID, caller.TokenID)
+	return err
 }
 
 // SetPassword gives the named user a password, whatever they had: the

@@ -200,9 +200,15 @@ func (a *Admin) RevokeAll(ctx context.Context, name string) ([]TokenInfo, error)
 }
 
 func (a *Admin) revokeAll(ctx context.Context, u *sshdeck.User) ([]*sshdeck.Token, error) {
-	revoked, err := a.store.RevokeUserTokens(ctx, u.ID, a.timestamp())
+	return a.RevokeOthers(ctx, u.ID, "")
+}
+
+// RevokeOthers revokes every token of the user but the one with the id
+// keep ("" keeps none), and returns those it revoked.
+func (a *Admin) RevokeOthers(ctx context.Context, userID, keep string) ([]*sshdeck.Token, error) {
+	revoked, err := a.store.RevokeUserTokens(ctx, userID, a.timestamp(), keep)
 	if a.auth != nil {
-		a.auth.forgetUser(u.ID)
+		a.auth.forgetUser(userID)
 	}
 	return revoked, err
 }

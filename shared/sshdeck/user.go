@@ -93,9 +93,13 @@ type TokenStore interface {
 	RevokeToken(ctx context.Context, id string, at time.Time) (*Token, error)
 	// Tokens returns the user's tokens ordered by creation time.
 	Tokens(ctx context.Context, userID string) ([]*Token, error)
+	// Token returns the token with the id; NotFound when absent. It reads
+	// the token itself, not a list: a token made a moment ago is there.
+	Token(ctx context.Context, id string) (*Token, error)
 	// RevokeUserTokens revokes, at the time, every token of the user not
-	// revoked yet, and returns those.
-	RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*Token, error)
+	// revoked yet but the one with the id keep ("" keeps none), and
+	// returns those.
+	RevokeUserTokens(ctx context.Context, userID string, at time.Time, keep string) ([]*Token, error)
 	// TouchToken sets LastUsedAt of the token with the hash to at, unless
 	// it is at or after at already; NotFound when absent. Authenticators
 	// call it at most once a minute per token.

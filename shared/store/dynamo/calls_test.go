@@ -140,7 +140,7 @@ func TestCallCounts(t *testing.T) {
 		// t-1 is revoked already; t-2 is listed (and not in the index
 		// yet, or already: minidyn's index is at once).
 		{"RevokeUserTokens", func() error {
-			revoked, err := s.RevokeUserTokens(ctx, "u-1", now)
+			revoked, err := s.RevokeUserTokens(ctx, "u-1", now, "")
 			if err == nil && len(revoked) != 1 {
 				err = fmt.Errorf("RevokeUserTokens revoked %d tokens, want 1", len(revoked))
 			}

@@ -193,33 +193,19 @@ func (s *Store) revoke(ctx context.Context, id string, at time.Time) (*sshdeck.T
 	if at.IsZero() {
 		return nil, false, errors.New("dynamo: revoke token: the revocation time is required")
 	}
-	item, err := s.getItem(ctx, tokenIDKey(id))
+	t, err := s.Token(ctx, id)
 	if err != nil {
-		return nil, false, wrap("revoke token", err)
+		return nil, false, err
 	}
 	notFound := sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)
-	if item == nil {
-		return nil, false, notFound
-	}
-	hash, err := decodeTokenPointer(item)
-	if err != nil {
-		return nil, false, wrap("revoke token", err)
-	}
-	// readToken reads the token at the hash: nil when TTL purged it since
-	// the pointer was read.
+	hash := t.Hash
+	// readToken reads the token at the hash again: nil when TTL purged it.
 	readToken := func() (*sshdeck.Token, error) {
 		item, err := s.getItem(ctx, tokenKey(hash))
 		if err != nil || item == nil {
 			return nil, err
 		}
 		return decodeToken(item)
-	}
-	t, err := readToken()
-	if err != nil {
-		return nil, false, wrap("revoke token", err)
-	}
-	if t == nil {
-		return nil, false, notFound
 	}
 	if t.Revoked {
 		return t, false, nil
@@ -261,11 +247,37 @@ func (s *Store) revoke(ctx context.Context, id string, at time.Time) (*sshdeck.T
 	return t, true, nil
 }
 
+// Token reads the token with the id: the id item (a consistent GetItem)
+// gives its hash, and the token is at the hash (another). NotFound when
+// either is absent (TTL may purge them apart).
+func (s *Store) Token(ctx context.Context, id string) (*sshdeck.Token, error) {
+	notFound := sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)
+	item, err := s.getItem(ctx, tokenIDKey(id))
+	if err != nil {
+		return nil, wrap("token", err)
+	}
+	if item == nil {
+		return nil, notFound
+	}
+	hash, err := decodeTokenPointer(item)
+	if err != nil {
+		return nil, wrap("token", err)
+	}
+	if item, err = s.getItem(ctx, tokenKey(hash)); err != nil {
+		return nil, wrap("token", err)
+	}
+	if item == nil {
+		return nil, notFound
+	}
+	t, err := decodeToken(item)
+	return t, wrap("token", err)
+}
+
 // RevokeUserTokens revokes, one by one (RevokeToken), the tokens listed in
 // the user's partition (a consistent Query) and the unrevoked ones gsi1
 // lists (Tokens: made before the listing items, or a moment ago and not in
 // the index yet, which the first list has), and returns those it revoked.
-func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*sshdeck.Token, error) {
+func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time, keep string) ([]*sshdeck.Token, error) {
 	in := prefixQuery(userKey(userID).pk, userTokenSKPrefix)
 	in.ProjectionExpression = aws.String("#sk")
 	listed, err := query(ctx, s, in, func(item map[string]types.AttributeValue) (string, error) {
@@ -288,6 +300,9 @@ func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Tim
 	}
 	revoked := []*sshdeck.Token{}
 	for _, id := range ids {
+		if id == keep {
+			continue
+		}
 		t, changed, err := s.revoke(ctx, id, at)
 		if sshdeck.ErrorCode(err) == sshdeck.NotFound {
 			continue

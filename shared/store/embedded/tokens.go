@@ -122,6 +122,20 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) (*sshd
 	return t, nil
 }
 
+// Token returns the token with the id.
+func (s *Store) Token(ctx context.Context, id string) (*sshdeck.Token, error) {
+	var t *sshdeck.Token
+	err := s.view(ctx, "token", func(tx *bolt.Tx) error {
+		var err error
+		t, err = loadToken(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // TouchToken sets the token's LastUsedAt to at unless it is at or past it.
 func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error {
 	return s.update(ctx, "touch token", func(tx *bolt.Tx) error {
@@ -140,13 +154,13 @@ func (s *Store) TouchToken(ctx context.Context, hash string, at time.Time) error
 
 // RevokeUserTokens revokes every unrevoked token of the user in one
 // transaction.
-func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time) ([]*sshdeck.Token, error) {
+func (s *Store) RevokeUserTokens(ctx context.Context, userID string, at time.Time, keep string) ([]*sshdeck.Token, error) {
 	revoked := []*sshdeck.Token{}
 	err := s.update(ctx, "revoke user tokens", func(tx *bolt.Tx) error {
 		revoked = revoked[:0] // a group commit may run this again
 		b := tx.Bucket(bucketTokens)
 		err := forEachJSON(b, func(r *tokenRecord) error {
-			if r.UserID == userID && !r.Revoked {
+			if r.UserID == userID && !r.Revoked && r.ID != keep {
 				t := r.token()
 				t.Revoked, t.RevokedAt = true, at
 				revoked = append(revoked, t)

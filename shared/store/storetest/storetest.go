@@ -31,6 +31,8 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TokenWithinLimit", testTokenWithinLimit},
 		{"TokenWithinConcurrent", testTokenWithinConcurrent},
 		{"TokenRevokeUser", testTokenRevokeUser},
+		{"TokenRevokeUserKeep", testTokenRevokeUserKeep},
+		{"TokenByID", testTokenByID},
 		{"TokenScopes", testTokenScopes},
 		{"TokenTouch", testTokenTouch},
 		{"TokenTouchConcurrent", testTokenTouchConcurrent},

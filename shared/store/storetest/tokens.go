@@ -204,7 +204,7 @@ func testTokenRevokeUser(t *testing.T, s sshdeck.Store) {
 	must(t, err, "RevokeToken")
 
 	at := base.Add(time.Hour)
-	revoked, err := s.RevokeUserTokens(ctx, "u-1", at)
+	revoked, err := s.RevokeUserTokens(ctx, "u-1", at, "")
 	must(t, err, "RevokeUserTokens")
 	if len(revoked) != 2 || revoked[0].ID != "t-1" || revoked[1].ID != "t-2" {
 		t.Fatalf("RevokeUserTokens revoked %+v, want t-1 and t-2", revoked)
@@ -226,11 +226,49 @@ func testTokenRevokeUser(t *testing.T, s sshdeck.Store) {
 	if other.Revoked {
 		t.Fatal("RevokeUserTokens revoked another user's token")
 	}
-	again, err := s.RevokeUserTokens(ctx, "u-1", at.Add(time.Hour))
+	again, err := s.RevokeUserTokens(ctx, "u-1", at.Add(time.Hour), "")
 	must(t, err, "RevokeUserTokens again")
 	if len(again) != 0 {
 		t.Fatalf("RevokeUserTokens again revoked %d tokens", len(again))
 	}
 	// Every place is free again.
 	must(t, s.CreateTokenWithin(ctx, newToken("t-4", "u-1", at), 1), "CreateTokenWithin after RevokeUserTokens")
+}
+
+// testTokenRevokeUserKeep: RevokeUserTokens spares the token it is told to
+// keep (the caller's, when a password change revokes the others).
+func testTokenRevokeUserKeep(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	must(t, s.CreateUser(ctx, newUser("u-1", "alice", false)), "CreateUser")
+	must(t, s.CreateTokenWithin(ctx, newToken("t-1", "u-1", base), 10), "CreateTokenWithin")
+	must(t, s.CreateTokenWithin(ctx, newToken("t-2", "u-1", base.Add(time.Second)), 10), "CreateTokenWithin")
+	must(t, s.CreateToken(ctx, newToken("t-3", "u-1", base.Add(2*time.Second))), "CreateToken")
+	revoked, err := s.RevokeUserTokens(ctx, "u-1", base.Add(time.Hour), "t-2")
+	must(t, err, "RevokeUserTokens")
+	if len(revoked) != 2 || revoked[0].ID != "t-1" || revoked[1].ID != "t-3" {
+		t.Fatalf("RevokeUserTokens keeping t-2 revoked %+v, want t-1 and t-3", revoked)
+	}
+	kept, err := s.Token(ctx, "t-2")
+	must(t, err, "Token")
+	if kept.Revoked {
+		t.Fatal("the kept token was revoked")
+	}
+}
+
+// testTokenByID: Token reads a token by its id at once (no index lag), and
+// answers NotFound for an unknown id.
+func testTokenByID(t *testing.T, s sshdeck.Store) {
+	ctx := t.Context()
+	must(t, s.CreateUser(ctx, newUser("u-1", "alice", false)), "CreateUser")
+	want := newToken("t-1", "u-1", base)
+	want.Scopes = []sshdeck.Scope{sshdeck.ScopeHostsRead}
+	must(t, s.CreateTokenWithin(ctx, want, 10), "CreateTokenWithin")
+	got, err := s.Token(ctx, "t-1")
+	must(t, err, "Token")
+	if got.ID != "t-1" || got.UserID != "u-1" || got.Hash != want.Hash || len(got.Scopes) != 1 || got.Scopes[0] != sshdeck.ScopeHostsRead {
+		t.Fatalf("Token = %+v, want %+v", got, want)
+	}
+	if _, err := s.Token(ctx, "t-missing"); sshdeck.ErrorCode(err) != sshdeck.NotFound {
+		t.Fatalf("Token of an unknown id: %v, want NotFound", err)
+	}
 }

@@ -47,7 +47,7 @@ func testTokenScopes(t *testing.T, s sshdeck.Store) {
 	if !slices.Equal(revoked.Scopes, scoped.Scopes) || !ms(revoked.LastUsedAt).Equal(ms(scoped.LastUsedAt)) {
 		t.Fatalf("RevokeToken answered scopes %v, lastUsedAt %v; want %v, %v", revoked.Scopes, revoked.LastUsedAt, scoped.Scopes, scoped.LastUsedAt)
 	}
-	all, err := s.RevokeUserTokens(ctx, "u-1", base.Add(time.Hour))
+	all, err := s.RevokeUserTokens(ctx, "u-1", base.Add(time.Hour), "")
 	must(t, err, "RevokeUserTokens")
 	if len(all) != 1 || all[0].ID != legacy.ID || all[0].Scopes != nil {
 		t.Fatalf("RevokeUserTokens answered %+v, want t-1 alone, without scopes", all)
