@@ -19,7 +19,9 @@ import (
 	"github.com/sshdeck/sshdeck/internal/gobuild"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
+	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
 
 // binary is the sshdeck command built once for the end-to-end tests.
@@ -427,4 +429,67 @@ func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("the admin commands on a table wrote %d files locally", len(entries))
 	}
+}
+
+// TestUserPasswd: `sshdeck user passwd` reads the password from stdin (the
+// first line, never an argument) and stores its argon2id hash, against the
+// local store directly and against a deployment's table; a blank stdin is
+// refused with a sentence saying what to do, and nothing is stored.
+func TestUserPasswd(t *testing.T) {
+	passwd := func(t *testing.T, dir string, env []string, stdin string, wantOK bool, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, append([]string{"user", "passwd"}, args...)...)
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("user passwd %v: %v\n%s", args, err, out)
+		}
+		if strings.Contains(string(out), "hunter22hunter22") {
+			t.Fatalf("user passwd printed the password: %s", out)
+		}
+		return string(out)
+	}
+	check := func(t *testing.T, store sshdeck.Store, name string) {
+		t.Helper()
+		u, err := store.UserByName(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := store.LoginSecrets(t.Context(), u.ID)
+		if err != nil {
+			t.Fatalf("no login secrets after user passwd: %v", err)
+		}
+		if ok, err := auth.VerifyPassword(t.Context(), ls.PasswordHash, "hunter22hunter22"); !ok || err != nil {
+			t.Fatalf("the stored hash does not verify the password: %v, %v", ok, err)
+		}
+	}
+
+	t.Run("local store", func(t *testing.T) {
+		dir := t.TempDir()
+		runCLI(t, dir, true, "user", "add", "ops")
+		if out := passwd(t, dir, nil, "\n", false, "ops"); !strings.Contains(out, "no password on stdin") {
+			t.Fatalf("a blank stdin: %s", out)
+		}
+		if out := passwd(t, dir, nil, "short\n", false, "ops"); !strings.Contains(out, "at least 8") {
+			t.Fatalf("a short password: %s", out)
+		}
+		passwd(t, dir, nil, "hunter22hunter22\r\n", true, "ops")
+		store, err := embedded.Open(filepath.Join(dir, ".sshdeck", "sshdeck.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		check(t, store, "ops")
+	})
+	t.Run("table", func(t *testing.T) {
+		srv := dynamotest.Start(t)
+		env := append(os.Environ(), srv.Env()...)
+		dir := t.TempDir()
+		runCLIEnv(t, dir, env, true, "user", "add", "ops")
+		passwd(t, dir, env, "hunter22hunter22\n", true, "ops")
+		if out := passwd(t, dir, env, "hunter22hunter22\n", false, "nobody"); !strings.Contains(out, "not found") {
+			t.Fatalf("an unknown user: %s", out)
+		}
+		check(t, dynamo.New(srv.Client, srv.Table), "ops")
+	})
 }
