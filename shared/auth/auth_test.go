@@ -49,12 +49,17 @@ func TestBearerToken(t *testing.T) {
 // countingStore counts token reads of a real store.
 type countingStore struct {
 	*embedded.Store
-	reads int
+	reads, touches int
 }
 
 func (s *countingStore) TokenByHash(ctx context.Context, hash string) (*sshdeck.Token, error) {
 	s.reads++
 	return s.Store.TokenByHash(ctx, hash)
+}
+
+func (s *countingStore) TouchToken(ctx context.Context, hash string, at time.Time) error {
+	s.touches++
+	return s.Store.TouchToken(ctx, hash, at)
 }
 
 func setup(t *testing.T) (*countingStore, *Authenticator, *Admin, *time.Time) {
@@ -98,6 +103,43 @@ func TestAuthenticatorCachesAndRevokesAtOnce(t *testing.T) {
 	}
 	if _, err := authn.Authenticate(ctx, "Bearer "+bearer); sshdeck.ErrorCode(err) != sshdeck.Unauthorized || !strings.Contains(err.Error(), "revoked") {
 		t.Fatalf("revoked token: %v", err)
+	}
+}
+
+// TestAuthenticatorTouchesOncePerMinute: lastUsedAt is written by a store
+// read of the token when the stored time is a minute old or more: never by
+// a cache hit, at most once a minute.
+func TestAuthenticatorTouchesOncePerMinute(t *testing.T) {
+	store, authn, admin, now := setup(t)
+	ctx := t.Context()
+	admin.AddUser(ctx, "ops", false)
+	bearer, tok, _ := admin.CreateToken(ctx, "ops", "", 0)
+	lastUsed := func() time.Time {
+		got, err := store.Token(ctx, tok.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.LastUsedAt
+	}
+	if !lastUsed().IsZero() {
+		t.Fatal("a new token has a lastUsedAt")
+	}
+	start := *now
+	for range 3 {
+		authn.Authenticate(ctx, "Bearer "+bearer)
+	}
+	if store.touches != 1 || !lastUsed().Equal(start) {
+		t.Fatalf("after the first use: %d touches, lastUsedAt %v, want 1 and %v", store.touches, lastUsed(), start)
+	}
+	*now = now.Add(CacheTTL) // a store read, 30 s after the touch: none
+	authn.Authenticate(ctx, "Bearer "+bearer)
+	if store.reads != 2 || store.touches != 1 {
+		t.Fatalf("30 s later: %d reads, %d touches, want 2 and 1", store.reads, store.touches)
+	}
+	*now = now.Add(CacheTTL) // a minute after the touch: another
+	authn.Authenticate(ctx, "Bearer "+bearer)
+	if store.touches != 2 || !lastUsed().Equal(*now) {
+		t.Fatalf("a minute later: %d touches, lastUsedAt %v, want 2 and %v", store.touches, lastUsed(), *now)
 	}
 }
 
