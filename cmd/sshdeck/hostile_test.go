@@ -45,23 +45,59 @@ type hostile struct {
 // route is one operation of openapi.yaml with a path it can be sent to.
 type route struct {
 	method, pattern, path string
-	tunnel, public, body  bool
+	tunnel, body          bool
+	// public: the document says the operation needs no token
+	// (security: []); both: it is served at both addresses (/healthz).
+	public, both bool
+}
+
+// serves reports whether a route of rs, at the same address as r, takes
+// method on r's path: a path may match more than one pattern
+// (PATCH /users/me is PATCH /users/{id}).
+func serves(rs []route, r route, method string) bool {
+	segments := strings.Split(r.path, "/")
+	for _, o := range rs {
+		if o.method != method || o.tunnel != r.tunnel {
+			continue
+		}
+		pattern := strings.Split(o.pattern, "/")
+		if len(pattern) != len(segments) {
+			continue
+		}
+		match := true
+		for i, p := range pattern {
+			if !(strings.HasPrefix(p, "{") && segments[i] != "") && p != segments[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 func hostileRoutes(t *testing.T) []route {
 	v := openapitest.Load(t, "../../openapi.yaml")
+	doc := v.Doc()
 	var out []route
-	for path, item := range v.Doc().Paths.Map() {
+	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			concrete := strings.NewReplacer("{id}", "1", "{name}", "web", "{name...}", "web").Replace(path)
+			security := doc.Security
+			if op.Security != nil {
+				security = *op.Security
+			}
 			r := route{
 				method: method, pattern: path, path: concrete,
 				tunnel: strings.HasPrefix(path, "/ssh/tunnel"),
-				public: path == "/healthz",
+				public: len(security) == 0,
+				both:   path == "/healthz",
 				body:   op.RequestBody != nil,
 			}
 			out = append(out, r)
-			if r.public {
+			if r.both {
 				r.tunnel = true // served at both addresses
 				out = append(out, r)
 			}
@@ -94,6 +130,13 @@ func validBodies() map[string]map[string]any {
 		"POST /ssh/tunnel/connect":           connect,
 		"POST /ssh/tunnel/disconnect":        {"tunnelName": "web"},
 		"POST /ssh/tunnel/cancel":            {"tunnelName": "web"},
+		"POST /auth/login":                   {"username": "admin", "password": "not the password", "totp": "123456"},
+		"POST /users/me/password":            {"current": "", "new": "a new password"},
+		"POST /users/me/totp/enable":         {"code": "123456"},
+		"DELETE /users/me/totp":              {"code": "123456"},
+		"POST /users":                        {"username": "eve", "password": "eve's password", "admin": false},
+		"PATCH /users/{id}":                  {"disabled": false, "admin": true},
+		"POST /tokens":                       {"name": "ci", "scopes": []string{"hosts:read"}, "ttl": 3600},
 	}
 }
 
@@ -130,7 +173,8 @@ func hostileCases(t *testing.T, token string) []hostile {
 		cases = append(cases, c)
 	}
 	bodies := validBodies()
-	for _, r := range hostileRoutes(t) {
+	routes := hostileRoutes(t)
+	for _, r := range routes {
 		rt := r.method + " " + r.path
 		if !r.public {
 			add(hostile{name: rt + ": no token", tunnel: r.tunnel, method: r.method, path: r.path, headers: http.Header{}, want: 401, code: sshdeck.Unauthorized})
@@ -160,11 +204,14 @@ func hostileCases(t *testing.T, token string) []hostile {
 				add(hostile{name: rt + ": path " + p, tunnel: r.tunnel, method: r.method, path: p, headers: h, want: 404, code: sshdeck.NotFound})
 			}
 		}
-		if r.public {
+		if r.both {
 			continue
 		}
 		// Methods the path does not serve.
 		for _, m := range []string{"PATCH", "OPTIONS", "TRACE", "PROPFIND"} {
+			if serves(routes, r, m) {
+				continue
+			}
 			add(hostile{name: rt + ": method " + m, tunnel: r.tunnel, method: m, path: r.path, want: 405, code: sshdeck.MethodNotAllowed})
 		}
 		if !r.body {
@@ -212,6 +259,8 @@ func hostileCases(t *testing.T, token string) []hostile {
 			mutations := []string{`1e400`, `99999999999999999999`, `-99999999999999999999`, `{"$gt":""}`, `[1,2]`, `true`, `1.5`}
 			if _, isString := v.(string); isString {
 				mutations = []string{`1e400`, `99999999999999999999`, `{}`, `["a"]`, `true`, `"a\u0000b"`, `"a\u001b[2Jb"`, `"a\u0085b"`, `"a\nb"`, `"\u007f"`}
+			} else if _, isBool := v.(bool); isBool {
+				mutations = []string{`1`, `0`, `1e400`, `"true"`, `{}`, `[true]`}
 			} else if _, isList := v.([]string); isList {
 				mutations = []string{`"a"`, `[1]`, `[["a"]]`, `["a\u0000"]`, `{}`}
 			}
@@ -281,6 +330,23 @@ func hostileCases(t *testing.T, token string) []hostile {
 		add(hostile{name: "tunnel status " + name, tunnel: true, method: "GET", path: "/ssh/tunnel/status/" + name, want: 404, code: sshdeck.NotFound})
 	}
 	add(hostile{name: "DELETE alert %ff", method: "DELETE", path: "/alerts/%ff", want: 404, code: sshdeck.NotFound})
+	for _, id := range []string{"%ff", "%00", "tok_%2e%2e", strings.Repeat("t", 300)} {
+		add(hostile{name: "DELETE token " + id, method: "DELETE", path: "/tokens/" + id, want: 404, code: sshdeck.NotFound})
+		add(hostile{name: "PATCH user " + id, method: "PATCH", path: "/users/" + id, contentType: "application/json",
+			body: jsonBody(map[string]any{"disabled": true}), want: 404, code: sshdeck.NotFound})
+	}
+	for _, q := range []string{"limit=1e99", "limit=-5", "limit=0", "cursor=%ff", "cursor=", "cursor=a&cursor=b", "limit=99999999999999999999"} {
+		for _, p := range []string{"/tokens", "/users"} {
+			add(hostile{name: "GET " + p + "?" + q, method: "GET", path: p + "?" + q, want: 400, code: sshdeck.Invalid})
+		}
+	}
+	// Login: what is malformed is 400 before any user is read (and counts
+	// no failure: the suite's address is never locked out).
+	login := bodies["POST /auth/login"]
+	for field, value := range map[string]string{"password": strings.Repeat("p", 2000), "totp": "１２３４５６"} {
+		add(hostile{name: "login " + field + " " + value[:min(len(value), 16)], method: "POST", path: "/auth/login", headers: http.Header{}, contentType: "application/json",
+			body: with(login, field, jsonString(value)), want: 400, code: sshdeck.Invalid, says: field})
+	}
 	for _, q := range []string{"hostId=%ff", "hostId=1e3", "hostId=99999999999999999999", "hostId=-1", "hostId=", "hostId=%00"} {
 		for _, p := range []string{"/ssh/file_manager/recent", "/ssh/file_manager/shortcuts"} {
 			add(hostile{name: "GET " + p + "?" + q, method: "GET", path: p + "?" + q, want: 400, code: sshdeck.Invalid})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -50,8 +51,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (*LoginResult, er
 	if req.Username == "" || req.Password == "" {
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "username and password are required")
 	}
+	if err := check.First(plain("username", req.Username), plain("password", req.Password)); err != nil {
+		return nil, err
+	}
 	if req.TOTP != "" {
-		if err := auth.CheckTOTPShape(req.TOTP); err != nil {
+		if err := checkCodeShape("totp", req.TOTP); err != nil {
 			return nil, err
 		}
 	}

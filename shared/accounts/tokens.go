@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -14,6 +15,10 @@ const (
 	DefaultTokenTTL = 30 * 24 * time.Hour
 	MaxTokenTTL     = 10 * 365 * 24 * time.Hour
 )
+
+// maxTokenName bounds a token's name, in characters (auth.Admin.Issue
+// bounds it to as many bytes).
+const maxTokenName = 128
 
 // TokenView is a token as its owner sees it: never its secret nor hash.
 type TokenView struct {
@@ -54,7 +59,8 @@ func (s *Service) Tokens(ctx context.Context, caller sshdeck.Principal) ([]Token
 	return views, nil
 }
 
-// NewToken is the body of POST /tokens. Scopes nil (absent) asks for every
+// NewToken is the body of POST /tokens. Name is required (1 to 128
+// characters, no control characters). Scopes nil (absent) asks for every
 // scope of the calling token; TTL nil (absent) for DefaultTokenTTL, in
 // seconds, 0 for never.
 type NewToken struct {
@@ -76,6 +82,9 @@ type CreatedToken struct {
 // long-lived token of a CI job, and revoking or a password change ends
 // both.
 func (s *Service) CreateToken(ctx context.Context, caller sshdeck.Principal, req NewToken) (*CreatedToken, error) {
+	if err := check.Text("name", req.Name, 1, maxTokenName, false); err != nil {
+		return nil, err
+	}
 	scopes := caller.Scopes
 	if req.Scopes != nil {
 		if len(*req.Scopes) == 0 {

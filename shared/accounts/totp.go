@@ -56,7 +56,7 @@ func (s *Service) BeginTOTP(ctx context.Context, caller sshdeck.Principal) (*TOT
 // EnableTOTP turns TOTP on with a code of the pending secret; from then
 // on login needs a code. Conflict when no secret is pending.
 func (s *Service) EnableTOTP(ctx context.Context, caller sshdeck.Principal, code string) error {
-	if err := auth.CheckTOTPShape(code); err != nil {
+	if err := checkCodeShape("code", code); err != nil {
 		return err
 	}
 	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) error {
@@ -74,7 +74,7 @@ func (s *Service) EnableTOTP(ctx context.Context, caller sshdeck.Principal, code
 
 // DisableTOTP turns TOTP off with a current code. Conflict when it is off.
 func (s *Service) DisableTOTP(ctx context.Context, caller sshdeck.Principal, code string) error {
-	if err := auth.CheckTOTPShape(code); err != nil {
+	if err := checkCodeShape("code", code); err != nil {
 		return err
 	}
 	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) error {

@@ -33,7 +33,10 @@ func (s *Service) Me(ctx context.Context, caller sshdeck.Principal) (*Me, error)
 // the old password loses what they made with it. The caller's own token
 // keeps working.
 func (s *Service) ChangePassword(ctx context.Context, caller sshdeck.Principal, current, next string) error {
-	hash, err := auth.HashPassword(ctx, next, auth.DefaultPasswordParams)
+	if err := plain("current", current); err != nil {
+		return err
+	}
+	hash, err := hashNewPassword(ctx, "new", next)
 	if err != nil {
 		return err
 	}
@@ -43,7 +46,7 @@ func (s *Service) ChangePassword(ctx context.Context, caller sshdeck.Principal, 
 				return sshdeck.Errorf(sshdeck.Unauthorized, "the current password is wrong: this user has none yet, send it empty")
 			}
 		} else if ok, err := auth.VerifyPassword(ctx, ls.PasswordHash, current); err != nil {
-			return err
+			return named("current", err)
 		} else if !ok {
 			return sshdeck.Errorf(sshdeck.Unauthorized, "the current password is wrong")
 		}
@@ -67,7 +70,7 @@ func (s *Service) revokeOthers(ctx context.Context, caller sshdeck.Principal) er
 // admin command `sshdeck user passwd`, run by whoever holds the store.
 // The user's tokens stay.
 func (s *Service) SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error) {
-	hash, err := auth.HashPassword(ctx, password, auth.DefaultPasswordParams)
+	hash, err := hashNewPassword(ctx, "password", password)
 	if err != nil {
 		return nil, err
 	}
@@ -120,13 +123,19 @@ type NewUser struct {
 // CreateUser makes a user who can log in with the password. The password
 // is checked before the user exists, so a bad one leaves no user behind.
 func (s *Service) CreateUser(ctx context.Context, req NewUser) (UserView, error) {
-	hash, err := auth.HashPassword(ctx, req.Password, auth.DefaultPasswordParams)
+	if req.Username == "" {
+		return UserView{}, sshdeck.Errorf(sshdeck.Invalid, "username is required")
+	}
+	if err := plain("username", req.Username); err != nil {
+		return UserView{}, err
+	}
+	hash, err := hashNewPassword(ctx, "password", req.Password)
 	if err != nil {
 		return UserView{}, err
 	}
 	u, err := s.admin.AddUser(ctx, req.Username, req.Admin)
 	if err != nil {
-		return UserView{}, err
+		return UserView{}, named("username", err)
 	}
 	if err := s.putSecrets(ctx, &sshdeck.LoginSecrets{UserID: u.ID, PasswordHash: hash}); err != nil {
 		return UserView{}, err
@@ -134,7 +143,8 @@ func (s *Service) CreateUser(ctx context.Context, req NewUser) (UserView, error)
 	return UserView{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt, HasPassword: true}, nil
 }
 
-// UserChange is the body of PATCH /users/{id}: nil leaves a flag.
+// UserChange is the body of PATCH /users/{id}: nil leaves a flag; one of
+// them at least must be given.
 type UserChange struct {
 	Disabled *bool `json:"disabled"`
 	Admin    *bool `json:"admin"`
@@ -145,6 +155,9 @@ type UserChange struct {
 // flag (Conflict): a deployment whose last admin did so would have none,
 // and the admin commands would be the only way back.
 func (s *Service) UpdateUser(ctx context.Context, caller sshdeck.Principal, id string, change UserChange) (UserView, error) {
+	if change.Disabled == nil && change.Admin == nil {
+		return UserView{}, sshdeck.Errorf(sshdeck.Invalid, "nothing to change: send disabled, admin or both")
+	}
 	u, err := s.store.User(ctx, id)
 	if err != nil {
 		return UserView{}, err

@@ -21,6 +21,7 @@ import (
 	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/openapitest"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
+	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/auth"
@@ -44,8 +45,10 @@ type env struct {
 	store *embedded.Store
 	admin *auth.Admin
 	authn *auth.Authenticator
-	// hostsService is the service behind handler.
+	// hostsService and accounts are services behind handler (accounts
+	// with its default LoginTTL).
 	hostsService *hosts.Service
+	accounts     *accounts.Service
 	// limits are the services' (setLimits); config.DefaultLimits at first.
 	limits  config.Limits
 	handler http.Handler
@@ -90,7 +93,9 @@ func newEnv(t testing.TB) *env {
 	authn := auth.NewAuthenticator(store, store, e.clock)
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, e.clock)
-	e.hostsService = hosts.NewService(store, secret.NewSealer(keyring), nil)
+	sealer := secret.NewSealer(keyring)
+	e.hostsService = hosts.NewService(store, sealer, nil)
+	e.accounts = accounts.NewService(store, e.admin, sealer, e.clock)
 	e.github = upstreamtest.StartGitHub(t)
 	e.remote = upstreamtest.StartAlerts(t)
 	e.handler = e.server().Router()
@@ -117,6 +122,7 @@ func (e *env) server() *api.Server {
 	fileService := files.NewService(e.store, e.clock)
 	fileService.Limits = e.limits
 	return api.New(api.Config{
+		Accounts:      e.accounts,
 		Hosts:         e.hostsService,
 		Files:         fileService,
 		Alerts:        alerts.NewService(e.store, upstream.NewRemoteAlerts(list, log, e.clock), e.clock),
@@ -145,6 +151,15 @@ func (e *env) user(name string, admin bool) string {
 		e.t.Fatal(err)
 	}
 	return token
+}
+
+// setPassword gives the named user a password (the users of newEnv have
+// none), as `sshdeck user passwd` does.
+func (e *env) setPassword(name, password string) {
+	e.t.Helper()
+	if _, err := e.accounts.SetPassword(context.Background(), name, password); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // response is a recorded response with its body decoded where it is JSON.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sshdeck/sshdeck/internal/openapitest"
@@ -68,6 +69,10 @@ func TestOpenAPIMatchesRouteTable(t *testing.T) {
 		if scope, _ := op.Extensions["x-sshdeck-scope"].(string); scope != string(r.Scope) {
 			t.Errorf("%s: x-sshdeck-scope %q, want %q", key, scope, r.Scope)
 		}
+		// A route with a scope answers a token without it 403.
+		if r.Scope != "" && op.Responses.Status(http.StatusForbidden) == nil {
+			t.Errorf("%s: no 403 response, which a token without %q gets", key, r.Scope)
+		}
 		security := doc.Security
 		if op.Security != nil {
 			security = *op.Security
@@ -93,6 +98,21 @@ func TestOpenAPIKeyTypes(t *testing.T) {
 	}
 	if want := sshkey.KeyTypes(); !slices.Equal(enum, want) {
 		t.Errorf("KeyType enum is %q, want sshkey.KeyTypes() %q", enum, want)
+	}
+}
+
+// TestOpenAPIScopes: the Scope enum is sshdeck.AllScopes, in order.
+func TestOpenAPIScopes(t *testing.T) {
+	schema := openapitest.Load(t, openAPIDocument).Doc().Components.Schemas["Scope"]
+	if schema == nil {
+		t.Fatal("openapi.yaml has no Scope schema")
+	}
+	var enum []string
+	for _, v := range schema.Value.Enum {
+		enum = append(enum, fmt.Sprint(v))
+	}
+	if want := strings.Fields(sshdeck.JoinScopes(sshdeck.AllScopes, " ")); !slices.Equal(enum, want) {
+		t.Errorf("Scope enum is %q, want sshdeck.AllScopes %q", enum, want)
 	}
 }
 
