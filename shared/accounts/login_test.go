@@ -1,0 +1,201 @@
+package accounts
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// TestLoginLockoutConcurrent is the check: 50 wrong passwords for
+// one name at once count 50, no more and no fewer. Then the right password is refused
+// until the window ends, and accepted after.
+func TestLoginLockoutConcurrent(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, "alice", pwAlice, false)
+	const n = 50
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwWrong}))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if c := sshdeck.ErrorCode(err); c != sshdeck.Unauthorized && c != sshdeck.RateLimited {
+			t.Fatalf("a wrong password: %v", err)
+		}
+	}
+	if got := f.failures(t, "alice"); got != n {
+		t.Fatalf("the name's counter is %d after %d attempts, want %d", got, n, n)
+	}
+
+	// The right password is refused while the window lasts, and counts.
+	_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice}))
+	wantCode(t, "right password while locked", err, sshdeck.RateLimited)
+	if ra := sshdeck.RetryAfter(err); ra <= 0 || ra > FailureWindow {
+		t.Fatalf("RetryAfter %v, want in (0, %v]", ra, FailureWindow)
+	}
+	f.clock.Add(FailureWindow - time.Second)
+	_, err = try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice}))
+	wantCode(t, "right password a second before the window ends", err, sshdeck.RateLimited)
+	if ra := sshdeck.RetryAfter(err); ra != time.Second {
+		t.Fatalf("RetryAfter a second before the end: %v, want 1s", ra)
+	}
+	if got := f.failures(t, "alice"); got != n+2 {
+		t.Fatalf("refused attempts do not count: %d, want %d", got, n+2)
+	}
+
+	f.clock.Add(time.Second)
+	f.login(t, "alice", pwAlice, "")
+	if got := f.failures(t, "alice"); got != 0 {
+		t.Fatalf("a new window counts %d after a success, want 0", got)
+	}
+}
+
+// TestLoginLockoutBoundary: within 5 failures the right password works;
+// after 5, the 6th attempt is refused, the right password included. The
+// 5th failure itself is still a plain 401.
+func TestLoginLockoutBoundary(t *testing.T) {
+	for fails := range MaxNameFailures + 1 {
+		t.Run(fmt.Sprintf("after-%d", fails), func(t *testing.T) {
+			f := newFixture(t)
+			f.user(t, "alice", pwAlice, false)
+			for i := range fails {
+				_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwWrong}))
+				wantCode(t, fmt.Sprintf("failure %d", i+1), err, sshdeck.Unauthorized)
+			}
+			_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice}))
+			if fails < MaxNameFailures {
+				if err != nil {
+					t.Fatalf("right password after %d failures: %v", fails, err)
+				}
+				return
+			}
+			wantCode(t, "right password after 5 failures", err, sshdeck.RateLimited)
+		})
+	}
+}
+
+// TestLoginLockoutAddress: 20 failures from one address, over as many
+// names, lock the address: the 21st attempt from it is refused whatever
+// the name and password, while another address logs in.
+func TestLoginLockoutAddress(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, "alice", pwAlice, false)
+	const addr = "203.0.113.7"
+	for i := range MaxAddrFailures {
+		_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: fmt.Sprintf("guess%d", i), Password: pwWrong, ClientAddr: addr}))
+		wantCode(t, fmt.Sprintf("failure %d", i+1), err, sshdeck.Unauthorized)
+		if i == MaxAddrFailures-2 {
+			// 19 failures: the address may still log in.
+			res, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice, ClientAddr: addr}))
+			if err != nil {
+				t.Fatalf("right password after %d failures from the address: %v", i+1, err)
+			}
+			_ = res
+		}
+	}
+	for _, name := range []string{"alice", "guess0", "someone-else"} {
+		_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: name, Password: pwAlice, ClientAddr: addr}))
+		wantCode(t, "attempt for "+name+" from a locked address", err, sshdeck.RateLimited)
+		if ra := sshdeck.RetryAfter(err); ra <= 0 || ra > FailureWindow {
+			t.Fatalf("RetryAfter %v, want in (0, %v]", ra, FailureWindow)
+		}
+	}
+	if _, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice, ClientAddr: "198.51.100.4"})); err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	f.clock.Add(FailureWindow)
+	if _, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice, ClientAddr: addr})); err != nil {
+		t.Fatalf("the address after the window: %v", err)
+	}
+}
+
+// TestLoginNoEnumeration: an unknown name, a wrong password, a disabled
+// user and a user without a password get one and the same answer, code
+// and message; a request without a name or password is Invalid.
+func TestLoginNoEnumeration(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, "alice", pwAlice, false)
+	f.user(t, "dora", pwAlice, false)
+	if _, _, err := f.admin.SetDisabled(t.Context(), "dora", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.admin.AddUser(t.Context(), "nopw", false); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		req  LoginRequest
+	}{
+		{"unknown user", LoginRequest{Username: "nobody", Password: pwAlice}},
+		{"wrong password", LoginRequest{Username: "alice", Password: pwWrong}},
+		{"disabled user, right password", LoginRequest{Username: "dora", Password: pwAlice}},
+		{"disabled user, wrong password", LoginRequest{Username: "dora", Password: pwWrong}},
+		{"user without a password", LoginRequest{Username: "nopw", Password: pwAlice}},
+		{"unknown user with a TOTP code", LoginRequest{Username: "nobody", Password: pwAlice, TOTP: "123456"}},
+	}
+	var first error
+	for _, c := range cases {
+		_, err := try(f.svc.Login(t.Context(), c.req))
+		wantCode(t, c.name, err, sshdeck.Unauthorized)
+		if first == nil {
+			first = err
+		} else if err.Error() != first.Error() {
+			t.Fatalf("%s: %q, while %s: %q", c.name, err, cases[0].name, first)
+		}
+	}
+
+	for _, req := range []LoginRequest{{Password: pwAlice}, {Username: "alice"}, {}} {
+		_, err := try(f.svc.Login(t.Context(), req))
+		wantCode(t, fmt.Sprintf("login %+v", req), err, sshdeck.Invalid)
+	}
+	if got := f.failures(t, "alice"); got != 1 {
+		t.Fatalf("invalid requests count: %d failures, want the 1 wrong password", got)
+	}
+}
+
+// TestLoginToken: a login token lasts LoginTTL from now, carries every
+// scope of its user (admin only for an admin) and says where it came from.
+func TestLoginToken(t *testing.T) {
+	f := newFixture(t)
+	alice := f.user(t, "alice", pwAlice, false)
+	root := f.user(t, "root", pwAdmin, true)
+	f.clock.Add(1234 * time.Millisecond)
+	f.svc.LoginTTL = 90 * time.Minute
+
+	for _, c := range []struct {
+		user     UserView
+		password string
+		addr     string
+		label    string
+		scopes   []sshdeck.Scope
+	}{
+		{alice, pwAlice, "198.51.100.4", "login from 198.51.100.4", sshdeck.UserScopes(false)},
+		{root, pwAdmin, "2001:db8::1", "login from 2001:db8::1", sshdeck.AllScopes},
+		{alice, pwAlice, "", "login", sshdeck.UserScopes(false)},
+	} {
+		res, err := try(f.svc.Login(t.Context(), LoginRequest{Username: c.user.Name, Password: c.password, ClientAddr: c.addr}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := f.clock.Now().Add(90 * time.Minute); !res.ExpiresAt.Equal(want) {
+			t.Fatalf("expires at %v, want %v", res.ExpiresAt, want)
+		}
+		if !slices.Equal(res.Scopes, c.scopes) {
+			t.Fatalf("%s's login scopes %v, want %v", c.user.Name, res.Scopes, c.scopes)
+		}
+		if slices.Contains(res.Scopes, sshdeck.ScopeAdmin) != c.user.Admin {
+			t.Fatalf("%s's login scopes %v: admin only for an admin", c.user.Name, res.Scopes)
+		}
+		tok := f.token(t, c.user.ID, res.ID)
+		if tok.Name != c.label || !tok.ExpiresAt.Equal(res.ExpiresAt) || !slices.Equal(tok.Scopes, c.scopes) || tok.Revoked {
+			t.Fatalf("stored token %+v, want label %q, expiry %v, scopes %v", tok, c.label, res.ExpiresAt, c.scopes)
+		}
+	}
+}
