@@ -1,17 +1,22 @@
 package accounts
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
 // TestLoginLockoutConcurrent is the check: 50 wrong passwords for
-// one name at once count 50, no more and no fewer. Then the right password is refused
+// one name at once count 50, no more and no fewer, and however they
+// interleave only the first 5 failures are answered 401: every attempt
+// counted after them is a further attempt, refused with 429, so a burst
+// learns no more than 5 verdicts. Then the right password is refused
 // until the window ends, and accepted after.
 func TestLoginLockoutConcurrent(t *testing.T) {
 	f := newFixture(t)
@@ -25,10 +30,12 @@ func TestLoginLockoutConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	codes := map[sshdeck.Code]int{}
 	for _, err := range errs {
-		if c := sshdeck.ErrorCode(err); c != sshdeck.Unauthorized && c != sshdeck.RateLimited {
-			t.Fatalf("a wrong password: %v", err)
-		}
+		codes[sshdeck.ErrorCode(err)]++
+	}
+	if codes[sshdeck.Unauthorized] != MaxNameFailures || codes[sshdeck.RateLimited] != n-MaxNameFailures {
+		t.Fatalf("answers %v, want %d unauthorized and %d rate_limited", codes, MaxNameFailures, n-MaxNameFailures)
 	}
 	if got := f.failures(t, "alice"); got != n {
 		t.Fatalf("the name's counter is %d after %d attempts, want %d", got, n, n)
@@ -113,6 +120,96 @@ func TestLoginLockoutAddress(t *testing.T) {
 	f.clock.Add(FailureWindow)
 	if _, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice, ClientAddr: addr})); err != nil {
 		t.Fatalf("the address after the window: %v", err)
+	}
+}
+
+// hookStore is the store with a hook that runs before each read of login
+// secrets: a test puts there what other attempts do meanwhile.
+type hookStore struct {
+	sshdeck.Store
+	mu     sync.Mutex
+	before func(ctx context.Context, userID string)
+}
+
+func (h *hookStore) LoginSecrets(ctx context.Context, userID string) (*sshdeck.LoginSecrets, error) {
+	h.mu.Lock()
+	hook := h.before
+	h.before = nil // once
+	h.mu.Unlock()
+	if hook != nil {
+		hook(ctx, userID)
+	}
+	return h.Store.LoginSecrets(ctx, userID)
+}
+
+// TestLockoutDuringCheck: failures counted while an attempt is being
+// checked (it passed the lockout, then other attempts failed while its
+// password was hashed) lock it out too. Without this, a burst of guesses
+// that all pass the lockout before any is counted each gets a verdict: a
+// right guess among them would log in, a wrong one would answer 401
+// instead of 429, and the burst would learn as much as it likes. The
+// changes a token proves with a password or code are held the same way.
+func TestLockoutDuringCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		// try makes the attempt with the service over the hooked store;
+		// key is alice's TOTP secret.
+		try func(t *testing.T, svc *Service, caller sshdeck.Principal, key []byte) error
+		// unchanged checks that the refused attempt changed nothing.
+		unchanged func(t *testing.T, f *fixture, key []byte)
+	}{
+		{name: "login, right password", try: func(t *testing.T, svc *Service, _ sshdeck.Principal, key []byte) error {
+			_, err := try(svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice, TOTP: auth.TOTPCode(key, start.Add(time.Minute))}))
+			return err
+		}},
+		{name: "login, wrong password", try: func(t *testing.T, svc *Service, _ sshdeck.Principal, _ []byte) error {
+			_, err := try(svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwWrong}))
+			return err
+		}},
+		{name: "change password, right current", try: func(t *testing.T, svc *Service, caller sshdeck.Principal, _ []byte) error {
+			return noted(svc.ChangePassword(t.Context(), caller, pwAlice, pwNew))
+		}, unchanged: func(t *testing.T, f *fixture, key []byte) {
+			f.login(t, "alice", pwAlice, auth.TOTPCode(key, f.clock.Now()))
+		}},
+		{name: "change password, wrong current", try: func(t *testing.T, svc *Service, caller sshdeck.Principal, _ []byte) error {
+			return noted(svc.ChangePassword(t.Context(), caller, pwWrong, pwNew))
+		}},
+		{name: "disable TOTP, right code", try: func(t *testing.T, svc *Service, caller sshdeck.Principal, key []byte) error {
+			return noted(svc.DisableTOTP(t.Context(), caller, auth.TOTPCode(key, start.Add(time.Minute))))
+		}, unchanged: func(t *testing.T, f *fixture, key []byte) {
+			_, err := try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwAlice}))
+			wantCode(t, "login without a code after a refused disabling", err, sshdeck.Unauthorized)
+			f.login(t, "alice", pwAlice, auth.TOTPCode(key, f.clock.Now()))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.user(t, "alice", pwAlice, false)
+			caller := f.caller(t, f.login(t, "alice", pwAlice, ""))
+			key := f.enableTOTP(t, caller) // the clock is at start+30s now
+			hs := &hookStore{Store: f.store}
+			svc := NewService(hs, f.admin, f.sealer, f.clock.Now)
+			hs.before = func(ctx context.Context, _ string) {
+				for range MaxNameFailures {
+					if _, _, err := f.store.AddFailure(ctx, nameKey("alice"), f.clock.Now(), FailureWindow); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			err := c.try(t, svc, caller, key)
+			wantCode(t, "attempt that 5 failures overtook", err, sshdeck.RateLimited)
+			if ra := sshdeck.RetryAfter(err); ra != FailureWindow {
+				t.Fatalf("RetryAfter %v, want %v", ra, FailureWindow)
+			}
+			if got := f.failures(t, "alice"); got != MaxNameFailures+1 {
+				t.Fatalf("counter %d, want %d", got, MaxNameFailures+1)
+			}
+			if c.unchanged != nil {
+				f.clock.Add(FailureWindow + 30*time.Second)
+				c.unchanged(t, f, key)
+			}
+		})
 	}
 }
 
