@@ -202,11 +202,21 @@ func (s *Service) login(ctx context.Context, req LoginRequest, keys []failureKey
 	return &LoginResult{Token: bearer, ID: t.ID, ExpiresAt: t.ExpiresAt, Scopes: t.Scopes}, nil
 }
 
+// noUserID is an id no user has (NewID writes hex after the prefix): the
+// login secrets read for a name no user has.
+const noUserID = "usr_nobody"
+
 // userAndSecrets returns the named user and their login secrets: nil and
-// nil for a name no user has; empty secrets for a user who has none.
+// nil for a name no user has; empty secrets for a user who has none. It
+// makes the same reads either way: for an unknown name it reads the
+// secrets of noUserID, so that a store whose reads cost a round trip
+// (DynamoDB) does not answer an unknown name one read sooner.
 func (s *Service) userAndSecrets(ctx context.Context, name string) (*sshdeck.User, *sshdeck.LoginSecrets, error) {
 	u, err := s.store.UserByName(ctx, name)
 	if sshdeck.ErrorCode(err) == sshdeck.NotFound {
+		if _, err := s.secrets(ctx, noUserID); err != nil {
+			return nil, nil, err
+		}
 		return nil, nil, nil
 	} else if err != nil {
 		return nil, nil, err

@@ -296,3 +296,71 @@ func TestLoginToken(t *testing.T) {
 		}
 	}
 }
+
+// traceStore is the store recording the reads and writes of logins.
+type traceStore struct {
+	sshdeck.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *traceStore) note(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+}
+
+func (s *traceStore) UserByName(ctx context.Context, name string) (*sshdeck.User, error) {
+	s.note("UserByName")
+	return s.Store.UserByName(ctx, name)
+}
+
+func (s *traceStore) LoginSecrets(ctx context.Context, userID string) (*sshdeck.LoginSecrets, error) {
+	s.note("LoginSecrets")
+	return s.Store.LoginSecrets(ctx, userID)
+}
+
+func (s *traceStore) Failures(ctx context.Context, key string, now time.Time) (int, time.Time, error) {
+	s.note("Failures")
+	return s.Store.Failures(ctx, key, now)
+}
+
+func (s *traceStore) AddFailure(ctx context.Context, key string, now time.Time, window time.Duration) (int, time.Time, error) {
+	s.note("AddFailure")
+	return s.Store.AddFailure(ctx, key, now, window)
+}
+
+// TestLoginSameWork: every wrong login makes the same calls of the store,
+// in the same order, whether or not the name exists: where a read costs
+// a round trip, one read fewer for an unknown name would tell it apart
+// as surely as a different answer. (The argon2 work is the same by
+// VerifyNoPassword.)
+func TestLoginSameWork(t *testing.T) {
+	f := newFixture(t)
+	f.user(t, "alice", pwAlice, false)
+	f.user(t, "dora", pwAlice, false)
+	if _, _, err := f.admin.SetDisabled(t.Context(), "dora", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.admin.AddUser(t.Context(), "nopw", false); err != nil {
+		t.Fatal(err)
+	}
+	ts := &traceStore{Store: f.store}
+	svc := NewService(ts, f.admin, f.sealer, f.clock.Now)
+	var want []string
+	for _, req := range []LoginRequest{
+		{Username: "alice", Password: pwWrong, ClientAddr: "198.51.100.4"},
+		{Username: "nobody", Password: pwWrong, ClientAddr: "198.51.100.4"},
+		{Username: "dora", Password: pwAlice, ClientAddr: "198.51.100.4"},
+		{Username: "nopw", Password: pwAlice, ClientAddr: "198.51.100.4"},
+	} {
+		ts.calls = nil
+		_, err := try(svc.Login(t.Context(), req))
+		wantCode(t, req.Username, err, sshdeck.Unauthorized)
+		if want == nil {
+			want = ts.calls
+		} else if !slices.Equal(ts.calls, want) {
+			t.Fatalf("%s: store calls %v, while alice's wrong password made %v", req.Username, ts.calls, want)
+		}
+	}
+}
