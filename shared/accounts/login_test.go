@@ -364,3 +364,32 @@ func TestLoginSameWork(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginRehash: a login whose hash has older costs stores a new hash
+// of the password with today's, and the password keeps working.
+func TestLoginRehash(t *testing.T) {
+	f := newFixture(t)
+	u, err := f.admin.AddUser(t.Context(), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := auth.PasswordParams{Memory: 64, Time: 1, Threads: 1, SaltLen: 16, KeyLen: 32}
+	hash, err := auth.HashPassword(t.Context(), pwAlice, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.PutLoginSecrets(t.Context(), &sshdeck.LoginSecrets{UserID: u.ID, PasswordHash: hash, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	f.login(t, "alice", pwAlice, "")
+	ls, err := f.store.LoginSecrets(t.Context(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.PasswordHash == hash || auth.NeedsRehash(ls.PasswordHash, auth.DefaultPasswordParams) || ls.Version != 2 {
+		t.Fatalf("after the login: version %d, rehashed %t", ls.Version, ls.PasswordHash != hash)
+	}
+	f.login(t, "alice", pwAlice, "")
+	_, err = try(f.svc.Login(t.Context(), LoginRequest{Username: "alice", Password: pwWrong}))
+	wantCode(t, "a wrong password after the rehash", err, sshdeck.Unauthorized)
+}
