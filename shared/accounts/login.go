@@ -47,6 +47,13 @@ var errWrongLogin = sshdeck.Errorf(sshdeck.Unauthorized, "wrong user name or pas
 // user, for LoginTTL. A failed attempt, and an attempt refused by the
 // lockout, counts one failure for the name and one for the address: N
 // attempts that do not succeed count N, however they interleave.
+//
+// The lockout is checked before the password, which spares the work
+// while it holds, and again once the password matched: attempts sent
+// together all pass the first check before any of them has failed, and
+// only the second keeps a burst to 5 verdicts. A failure is answered 401
+// only when it is among the first 5 counted (failed); an attempt counted
+// after them is refused as the lockout refuses it, whatever it proved.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (*LoginResult, error) {
 	if req.Username == "" || req.Password == "" {
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "username and password are required")
@@ -64,11 +71,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (*LoginResult, er
 	if err := s.lockedOut(ctx, keys, now); err != nil {
 		return nil, err
 	}
-	res, err := s.login(ctx, req, now)
+	res, err := s.login(ctx, req, keys, now)
 	if sshdeck.ErrorCode(err) == sshdeck.Unauthorized {
-		if _, ferr := s.addFailures(ctx, keys, now); ferr != nil {
-			return nil, ferr
-		}
+		return nil, s.failed(ctx, keys, now, err)
 	}
 	return res, err
 }
@@ -107,11 +112,30 @@ func (s *Service) lockedOut(ctx context.Context, keys []failureKey, now time.Tim
 	if until.IsZero() {
 		return nil
 	}
-	if later, err := s.addFailures(ctx, keys, now); err != nil {
+	if _, later, err := s.addFailures(ctx, keys, now); err != nil {
 		return err
 	} else if later.After(until) {
 		until = later
 	}
+	return rateLimited(until, now)
+}
+
+// failed counts the failure of an attempt that passed lockedOut and
+// returns its error (Unauthorized), or RateLimited when the count passes
+// a bound: other attempts failed while this one was checked, and it is
+// one of the further attempts that their failures lock out.
+func (s *Service) failed(ctx context.Context, keys []failureKey, now time.Time, err error) error {
+	over, until, ferr := s.addFailures(ctx, keys, now)
+	if ferr != nil {
+		return ferr
+	}
+	if over {
+		return rateLimited(until, now)
+	}
+	return err
+}
+
+func rateLimited(until, now time.Time) error {
 	return &sshdeck.Error{
 		Code:       sshdeck.RateLimited,
 		Message:    "too many failed logins for this user name or from this address: try again when the window ends (Retry-After)",
@@ -119,25 +143,26 @@ func (s *Service) lockedOut(ctx context.Context, keys []failureKey, now time.Tim
 	}
 }
 
-// addFailures counts one failure on every key and returns the end of the
-// latest window among those it takes to their bound.
-func (s *Service) addFailures(ctx context.Context, keys []failureKey, now time.Time) (time.Time, error) {
-	var locked time.Time
+// addFailures counts one failure on every key. It reports whether a
+// count passed its bound (this failure came after the bound's), and
+// returns the end of the latest window among those at their bound.
+func (s *Service) addFailures(ctx context.Context, keys []failureKey, now time.Time) (over bool, locked time.Time, err error) {
 	for _, k := range keys {
 		n, until, err := s.store.AddFailure(ctx, k.key, now, FailureWindow)
 		if err != nil {
-			return time.Time{}, err
+			return false, time.Time{}, err
 		}
+		over = over || n > k.max
 		if n >= k.max && until.After(locked) {
 			locked = until
 		}
 	}
-	return locked, nil
+	return over, locked, nil
 }
 
 // login checks the name, password, flag and second factor, in an order
 // and with work that are the same whether or not the name exists.
-func (s *Service) login(ctx context.Context, req LoginRequest, now time.Time) (*LoginResult, error) {
+func (s *Service) login(ctx context.Context, req LoginRequest, keys []failureKey, now time.Time) (*LoginResult, error) {
 	u, ls, err := s.userAndSecrets(ctx, req.Username)
 	if err != nil {
 		return nil, err
@@ -156,6 +181,10 @@ func (s *Service) login(ctx context.Context, req LoginRequest, now time.Time) (*
 	}
 	if !ok || u.Disabled {
 		return nil, errWrongLogin
+	}
+	// Right, unless failures counted while it was checked lock it out.
+	if err := s.lockedOut(ctx, keys, now); err != nil {
+		return nil, err
 	}
 	if ls.TOTP != nil {
 		if err := s.spendCode(ctx, ls, req.TOTP, now); err != nil {
@@ -177,11 +206,21 @@ func (s *Service) login(ctx context.Context, req LoginRequest, now time.Time) (*
 	return &LoginResult{Token: bearer, ID: t.ID, ExpiresAt: t.ExpiresAt, Scopes: t.Scopes}, nil
 }
 
+// noUserID is an id no user has (NewID writes hex after the prefix): the
+// login secrets read for a name no user has.
+const noUserID = "usr_nobody"
+
 // userAndSecrets returns the named user and their login secrets: nil and
-// nil for a name no user has; empty secrets for a user who has none.
+// nil for a name no user has; empty secrets for a user who has none. It
+// makes the same reads either way: for an unknown name it reads the
+// secrets of noUserID, so that a store whose reads cost a round trip
+// (DynamoDB) does not answer an unknown name one read sooner.
 func (s *Service) userAndSecrets(ctx context.Context, name string) (*sshdeck.User, *sshdeck.LoginSecrets, error) {
 	u, err := s.store.UserByName(ctx, name)
 	if sshdeck.ErrorCode(err) == sshdeck.NotFound {
+		if _, err := s.secrets(ctx, noUserID); err != nil {
+			return nil, nil, err
+		}
 		return nil, nil, nil
 	} else if err != nil {
 		return nil, nil, err

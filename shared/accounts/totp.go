@@ -59,42 +59,48 @@ func (s *Service) EnableTOTP(ctx context.Context, caller sshdeck.Principal, code
 	if err := checkCodeShape("code", code); err != nil {
 		return err
 	}
-	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) error {
+	var step int64
+	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) (err error) {
 		if ls.PendingTOTP == nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "no TOTP secret is waiting: ask for one first (POST /users/me/totp)")
 		}
-		step, err := s.checkCode(ctx, ls.UserID, ls.PendingTOTP, code, s.now(), ls.TOTPStep)
-		if err != nil {
-			return err
-		}
+		step, err = s.checkCode(ctx, ls.UserID, ls.PendingTOTP, code, s.now(), ls.TOTPStep)
+		return err
+	}, func(ls *sshdeck.LoginSecrets) error {
 		ls.TOTP, ls.PendingTOTP, ls.TOTPStep = ls.PendingTOTP, nil, step
 		return s.putSecretsOr(ctx, ls, errWrongCode)
 	})
 }
 
 // DisableTOTP turns TOTP off with a current code. Conflict when it is off.
+// Spending the code and turning TOTP off are one write: of a login and a
+// disabling that bring one code at once, one loses.
 func (s *Service) DisableTOTP(ctx context.Context, caller sshdeck.Principal, code string) error {
 	if err := checkCodeShape("code", code); err != nil {
 		return err
 	}
-	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) error {
+	var step int64
+	return s.proving(ctx, caller, func(ls *sshdeck.LoginSecrets) (err error) {
 		if ls.TOTP == nil {
 			return sshdeck.Errorf(sshdeck.Conflict, "TOTP is off")
 		}
-		if err := s.spendCode(ctx, ls, code, s.now()); err != nil {
-			return err
-		}
-		ls.TOTP, ls.PendingTOTP = nil, nil
+		step, err = s.checkCode(ctx, ls.UserID, ls.TOTP, code, s.now(), ls.TOTPStep)
+		return err
+	}, func(ls *sshdeck.LoginSecrets) error {
+		ls.TOTP, ls.PendingTOTP, ls.TOTPStep = nil, nil, step
 		return s.putSecretsOr(ctx, ls, errWrongCode)
 	})
 }
 
-// proving runs change, a change of the caller's login secrets that the
-// caller proves with a password or a code, under the lockout of their user
-// name: a token alone cannot try codes or passwords faster than a login
-// can. A wrong proof counts one failure and is Forbidden: the token is
-// good, so 401 would tell the client to drop it.
-func (s *Service) proving(ctx context.Context, caller sshdeck.Principal, change func(ls *sshdeck.LoginSecrets) error) error {
+// proving runs a change of the caller's login secrets that the caller
+// proves with a password or a code, under the lockout of their user name
+// as Login is: a token alone cannot try codes or passwords faster than a
+// login can. prove checks the proof against the secrets read, apply
+// changes and writes them; between the two the lockout is checked again,
+// for the failures counted while the proof was checked (see Login). A
+// wrong proof (Unauthorized, from either) counts one failure and is
+// Forbidden: the token is good, so 401 would tell the client to drop it.
+func (s *Service) proving(ctx context.Context, caller sshdeck.Principal, prove, apply func(ls *sshdeck.LoginSecrets) error) error {
 	u, err := s.store.User(ctx, caller.UserID)
 	if err != nil {
 		return err
@@ -108,12 +114,17 @@ func (s *Service) proving(ctx context.Context, caller sshdeck.Principal, change 
 	if err != nil {
 		return err
 	}
-	err = change(ls)
+	if err = prove(ls); err == nil {
+		if err := s.lockedOut(ctx, keys, now); err != nil {
+			return err
+		}
+		err = apply(ls)
+	}
 	if sshdeck.ErrorCode(err) != sshdeck.Unauthorized {
 		return err
 	}
-	if _, ferr := s.addFailures(ctx, keys, now); ferr != nil {
-		return ferr
+	if err = s.failed(ctx, keys, now, err); sshdeck.ErrorCode(err) != sshdeck.Unauthorized {
+		return err
 	}
 	return sshdeck.Errorf(sshdeck.Forbidden, "%s", sshdeck.ErrorMessage(err))
 }

@@ -50,6 +50,8 @@ func (s *Service) ChangePassword(ctx context.Context, caller sshdeck.Principal, 
 		} else if !ok {
 			return sshdeck.Errorf(sshdeck.Unauthorized, "the current password is wrong")
 		}
+		return nil
+	}, func(ls *sshdeck.LoginSecrets) error {
 		ls.PasswordHash = hash
 		return s.putSecrets(ctx, ls)
 	})

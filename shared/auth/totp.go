@@ -88,6 +88,13 @@ func totpCode(secret []byte, step int64, digits int) string {
 	return string(code)
 }
 
+// TOTPCode is the secret's 6-digit code at the time: what an authenticator
+// app shows then. The service only verifies codes (VerifyTOTP); clients
+// that hold a secret, and tests that play the app, make them with this.
+func TOTPCode(secret []byte, at time.Time) string {
+	return totpCode(secret, totpStep(at), totpDigits)
+}
+
 // CheckTOTPShape refuses a code that is not exactly 6 ASCII digits, before
 // any secret is read. The message does not echo the code.
 func CheckTOTPShape(code string) error {

@@ -37,6 +37,9 @@ func TestTOTPRFC6238Vectors(t *testing.T) {
 		if got := totpCode(rfcSecret, step, 6); got != six {
 			t.Fatalf("T=%d, 6 digits: %s, want %s", v.unix, got, six)
 		}
+		if got := TOTPCode(rfcSecret, time.Unix(v.unix, 0)); got != six {
+			t.Fatalf("TOTPCode(T=%d) = %s, want %s", v.unix, got, six)
+		}
 		if s, ok := VerifyTOTP(rfcSecret, six, time.Unix(v.unix, 0), 0); !ok || s != step {
 			t.Fatalf("VerifyTOTP(T=%d, %s) = %d, %t; want step %d", v.unix, six, s, ok, step)
 		}
