@@ -41,13 +41,13 @@ func TestCreateToken(t *testing.T) {
 	}{
 		{name: "scopes left out: the caller's", caller: narrow, req: NewToken{Name: "a"}, scopes: narrowScopes},
 		{name: "scopes left out, login token: the user's", caller: login, req: NewToken{Name: "b"}, scopes: sshdeck.UserScopes(false)},
-		{name: "a subset", caller: narrow, req: NewToken{Scopes: ptr([]string{"hosts:read", "hosts:read"})}, scopes: []sshdeck.Scope{sshdeck.ScopeHostsRead}},
-		{name: "unknown scope", caller: login, req: NewToken{Scopes: ptr([]string{"hosts:read", "hosts:delete"})}, code: sshdeck.Invalid, mention: "hosts:delete"},
-		{name: "a scope the caller lacks", caller: narrow, req: NewToken{Scopes: ptr([]string{"hosts:read", "hosts:write"})}, code: sshdeck.Forbidden, mention: "hosts:write"},
-		{name: "admin, by a non-admin", caller: login, req: NewToken{Scopes: ptr([]string{"admin"})}, code: sshdeck.Forbidden, mention: "admin"},
-		{name: "an empty list", caller: login, req: NewToken{Scopes: ptr([]string{})}, code: sshdeck.Invalid},
-		{name: "negative ttl", caller: login, req: NewToken{TTL: ptr(int64(-1))}, code: sshdeck.Invalid},
-		{name: "ttl over the bound", caller: login, req: NewToken{TTL: ptr(int64(MaxTokenTTL/time.Second) + 1)}, code: sshdeck.Invalid},
+		{name: "a subset", caller: narrow, req: NewToken{Name: "t", Scopes: ptr([]string{"hosts:read", "hosts:read"})}, scopes: []sshdeck.Scope{sshdeck.ScopeHostsRead}},
+		{name: "unknown scope", caller: login, req: NewToken{Name: "t", Scopes: ptr([]string{"hosts:read", "hosts:delete"})}, code: sshdeck.Invalid, mention: "hosts:delete"},
+		{name: "a scope the caller lacks", caller: narrow, req: NewToken{Name: "t", Scopes: ptr([]string{"hosts:read", "hosts:write"})}, code: sshdeck.Forbidden, mention: "hosts:write"},
+		{name: "admin, by a non-admin", caller: login, req: NewToken{Name: "t", Scopes: ptr([]string{"admin"})}, code: sshdeck.Forbidden, mention: "admin"},
+		{name: "an empty list", caller: login, req: NewToken{Name: "t", Scopes: ptr([]string{})}, code: sshdeck.Invalid},
+		{name: "negative ttl", caller: login, req: NewToken{Name: "t", TTL: ptr(int64(-1))}, code: sshdeck.Invalid},
+		{name: "ttl over the bound", caller: login, req: NewToken{Name: "t", TTL: ptr(int64(MaxTokenTTL/time.Second) + 1)}, code: sshdeck.Invalid},
 		{name: "a name over the bound", caller: login, req: NewToken{Name: strings.Repeat("n", 129)}, code: sshdeck.Invalid},
 	}
 	for _, c := range cases {
@@ -100,7 +100,7 @@ func TestTokenTTL(t *testing.T) {
 		{ptr(int64(90)), now.Add(90 * time.Second)},
 		{ptr(int64(MaxTokenTTL / time.Second)), now.Add(MaxTokenTTL)},
 	} {
-		got, err := try(f.svc.CreateToken(t.Context(), caller, NewToken{TTL: c.ttl}))
+		got, err := try(f.svc.CreateToken(t.Context(), caller, NewToken{Name: "t", TTL: c.ttl}))
 		if err != nil {
 			t.Fatal(err)
 		}
