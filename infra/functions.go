@@ -113,6 +113,13 @@ func newFunction(scope constructs.Construct, cfg Config, name string, env map[st
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
 		// 256 MB buys twice the CPU of 128 MB (Lambda gives CPU in
 		// proportion), which halves a cold start's TLS and JSON work.
+		// It is enough for login too: an argon2id hash (19 MiB, t=2,
+		// p=1) costs some 20 ms of CPU on a full core, about 135 ms at
+		// 256 MB's share (256/1769 of a vCPU), under the 250 ms a login
+		// may take; its 19 MiB (at most two at once, auth's limit) leave
+		// the function far from its memory. More memory would buy CPU,
+		// not room: the cold-start bench (bench/lambdabench) reports
+		// each function's CPU per answer, login's hash included.
 		MemorySize:  jsii.Number(256),
 		Timeout:     awscdk.Duration_Seconds(jsii.Number(timeout)),
 		Role:        role,
