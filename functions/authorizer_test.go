@@ -47,7 +47,8 @@ func TestAuthorizerEvents(t *testing.T) {
 	}
 	// What API Gateway reads: the JSON of the answer.
 	got, _ := json.Marshal(resp)
-	want := `{"principalId":"` + userID + `","policyDocument":{"Version":"2012-10-17","Statement":[{"Action":["execute-api:Invoke"],"Effect":"Allow","Resource":["arn:aws:execute-api:eu-west-1:123456789012:k3x9w2v7qa/prod/*"]}]},"context":{"admin":"false","userId":"` + userID + `"}}`
+	want := `{"principalId":"` + userID + `","policyDocument":{"Version":"2012-10-17","Statement":[{"Action":["execute-api:Invoke"],"Effect":"Allow","Resource":["arn:aws:execute-api:eu-west-1:123456789012:k3x9w2v7qa/prod/*"]}]},` +
+		`"context":{"scopes":"hosts:read hosts:write files:read files:write alerts:read tunnels:read tunnels:write tokens","tokenId":"tok_valid","userId":"` + userID + `"}}`
 	if string(got) != want {
 		t.Fatalf("valid token:\n got  %s\n want %s", got, want)
 	}

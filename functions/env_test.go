@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -41,14 +42,26 @@ var eventsDir = filepath.Join("..", "events")
 
 // seed writes the fixture the sample events were written for
 // (events/README.md, cloudtest.Seed) into a store, sealing with sealer.
-func seed(t *testing.T, store sshdeck.Store, sealer *secret.Sealer) {
+func seed(t *testing.T, store sshdeck.Store, sealer *secret.Sealer) *cloudtest.Fixture {
 	t.Helper()
-	must(t, cloudtest.Seed(context.Background(), store, sealer, eventsDir))
+	f, err := cloudtest.SeedFixture(context.Background(), store, sealer, eventsDir)
+	must(t, err)
+	return f
 }
 
+// readEvent reads events/<name>.json as it is.
 func readEvent(t *testing.T, name string) events.APIGatewayProxyRequest {
 	t.Helper()
 	ev, err := cloudtest.ReadEvent(eventsDir, name)
+	must(t, err)
+	return ev
+}
+
+// fixtureEvent reads events/<name>.json as it must be sent now to the
+// fixture f: with the current TOTP code where it sends one.
+func fixtureEvent(t *testing.T, f *cloudtest.Fixture, name string) events.APIGatewayProxyRequest {
+	t.Helper()
+	ev, err := f.Event(eventsDir, name, time.Now())
 	must(t, err)
 	return ev
 }

@@ -14,11 +14,15 @@ import (
 const stageName = "v1"
 
 // authorizerCacheTTL is how long API Gateway keeps the authorizer's answer
-// for one Authorization header: a revoked token works at most this long.
-const authorizerCacheTTL = 300
+// for one Authorization header, in seconds. A warm authorizer container
+// then answers from its own cache (auth.CacheTTL, 30 s) without reading the
+// token: a revoked token, or a disabled user's, works at most the sum of
+// the two, API.md's 60 s (TestAuthorizer holds them to it).
+const authorizerCacheTTL = 30
 
 // newAPI is the REST API: one method per route, each invoking its own
-// function; every method but /healthz behind the REQUEST authorizer.
+// function; every method but the public routes' (routes.Route.Public:
+// /healthz, /auth/login) behind the REQUEST authorizer.
 func newAPI(scope constructs.Construct, cfg Config, fns *Functions) awsapigateway.RestApi {
 	accessLogs := awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays),
@@ -50,6 +54,7 @@ func newAPI(scope constructs.Construct, cfg Config, fns *Functions) awsapigatewa
 			TracingEnabled:       jsii.Bool(true),
 			ThrottlingRateLimit:  jsii.Number(float64(cfg.ThrottleRate)),
 			ThrottlingBurstLimit: jsii.Number(float64(cfg.ThrottleBurst)),
+			MethodOptions:        loginThrottle(cfg),
 		},
 	})
 	authorizer := awsapigateway.NewRequestAuthorizer(scope, jsii.String("TokenAuthorizer"), &awsapigateway.RequestAuthorizerProps{
@@ -63,7 +68,7 @@ func newAPI(scope constructs.Construct, cfg Config, fns *Functions) awsapigatewa
 			Authorizer:        authorizer,
 			AuthorizationType: awsapigateway.AuthorizationType_CUSTOM,
 		}
-		if r.Access == routes.Public {
+		if r.Public {
 			opts = &awsapigateway.MethodOptions{OperationName: jsii.String(r.Name), AuthorizationType: awsapigateway.AuthorizationType_NONE}
 		}
 		integration := &awsapigateway.LambdaIntegrationOptions{
@@ -87,6 +92,30 @@ func newAPI(scope constructs.Construct, cfg Config, fns *Functions) awsapigatewa
 	}
 	addGatewayResponses(api)
 	return api
+}
+
+// loginThrottle gives POST /auth/login, the public route that checks
+// passwords (each an argon2id hash, some 20 ms of CPU), a throttle of its
+// own below the stage's: a method's settings replace the stage's for it,
+// so it repeats the stage's logging and metrics (errors only, never a
+// body, which here holds a password). The lockout (5 failures per user
+// name, 20 per address, in 15 minutes) bounds the guesses at one account;
+// this bounds what a flood of logins costs, over all callers. Its key is
+// API Gateway's resource path and method, "/auth/login/POST".
+func loginThrottle(cfg Config) *map[string]*awsapigateway.MethodDeploymentOptions {
+	login, ok := routes.ByName("login")
+	if !ok {
+		panic("routes.All has no login route")
+	}
+	return &map[string]*awsapigateway.MethodDeploymentOptions{
+		login.Path + "/" + login.Method: {
+			ThrottlingRateLimit:  jsii.Number(float64(cfg.LoginThrottleRate)),
+			ThrottlingBurstLimit: jsii.Number(float64(cfg.LoginThrottleBurst)),
+			LoggingLevel:         awsapigateway.MethodLoggingLevel_ERROR,
+			DataTraceEnabled:     jsii.Bool(false),
+			MetricsEnabled:       jsii.Bool(true),
+		},
+	}
 }
 
 // addGatewayResponses makes the answers API Gateway gives on its own speak

@@ -3,9 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
@@ -119,17 +127,20 @@ func TestOneFunctionAndMethodPerRoute(t *testing.T) {
 	}
 }
 
-// TestMethodsUseTheAuthorizerExceptHealthz: a token is needed for every
-// route but the public one, GET /healthz.
-func TestMethodsUseTheAuthorizerExceptHealthz(t *testing.T) {
+// TestMethodsUseTheAuthorizerExceptPublicRoutes: a token is needed for
+// every route but the public ones of the route table (Public: GET
+// /healthz, POST /auth/login), which have no authorizer at all.
+func TestMethodsUseTheAuthorizerExceptPublicRoutes(t *testing.T) {
 	s := synthDefault(t)
 	authorizer, _ := s.only(t, "AWS::ApiGateway::Authorizer")
+	public := 0
 	for _, m := range s.methods(t) {
 		typ := m.props["AuthorizationType"]
 		// A method of no route (TestOneFunctionAndMethodPerRoute fails)
 		// needs a token all the same.
 		r, ok := routeOf(m)
-		if ok && r.Access == routes.Public {
+		if ok && r.Public {
+			public++
 			if typ != "NONE" || m.props["AuthorizerId"] != nil {
 				t.Errorf("public route %s (%s %s): AuthorizationType %v, AuthorizerId %v; want NONE and none", r.Name, m.httpMethod, m.path, typ, render(m.props["AuthorizerId"]))
 			}
@@ -139,9 +150,15 @@ func TestMethodsUseTheAuthorizerExceptHealthz(t *testing.T) {
 			t.Errorf("route %s (%s %s): AuthorizationType %v, AuthorizerId %v; want CUSTOM and the authorizer %s", r.Name, m.httpMethod, m.path, typ, render(m.props["AuthorizerId"]), authorizer)
 		}
 	}
-	// The contract's one public route.
-	if r, _ := routes.ByName("healthz"); r.Access != routes.Public || r.Method != "GET" || r.Path != "/healthz" {
-		t.Errorf("routes.All's healthz is %+v, want the public GET /healthz", r)
+	// The contract's public routes, and no other.
+	var got []string
+	for _, r := range routes.All {
+		if r.Public {
+			got = append(got, r.Method+" "+r.Path)
+		}
+	}
+	if want := []string{"GET /healthz", "POST /auth/login"}; !slices.Equal(got, want) || public != len(want) {
+		t.Errorf("public routes %v (%d methods without the authorizer), want %v", got, public, want)
 	}
 }
 
@@ -161,13 +178,78 @@ func TestAuthorizer(t *testing.T) {
 	if p["Type"] != "REQUEST" || p["IdentitySource"] != "method.request.header.Authorization" {
 		t.Errorf("authorizer %s: Type %v, IdentitySource %v; want REQUEST on method.request.header.Authorization", id, p["Type"], p["IdentitySource"])
 	}
-	// A revoked token works at most this long.
-	if ttl := p["AuthorizerResultTtlInSeconds"]; ttl != 300.0 {
-		t.Errorf("authorizer %s caches its answers %v s, want 300", id, ttl)
+	// A revoked token, or a disabled user's, works at most API Gateway's
+	// cache of the answer and then the authorizer's own cache of the
+	// token: API.md's 60 s in all.
+	if ttl := p["AuthorizerResultTtlInSeconds"]; ttl != float64(authorizerCacheTTL) || authorizerCacheTTL != 30 {
+		t.Errorf("authorizer %s caches its answers %v s, want 30", id, ttl)
+	}
+	if own := authCacheTTL(t); time.Duration(authorizerCacheTTL)*time.Second+own > time.Minute {
+		t.Errorf("API Gateway's %d s and the authorizer's own cache of %v (auth.CacheTTL) let a revoked token work more than 60 s", authorizerCacheTTL, own)
 	}
 	fn := s.functionIDs(t)[authorizerName]
 	if targets := getAtts(p["AuthorizerUri"]); fn == "" || !slices.Equal(targets, []string{fn}) {
 		t.Errorf("authorizer %s invokes %v, want the function described \"sshdeck authorizer\" (%s)", id, targets, fn)
+	}
+}
+
+// authCacheTTL is shared/auth's CacheTTL, the authorizer's own cache of a
+// token, read from its source: this module links no package of the
+// functions' but the route table and the stdlib-only ones (shared/auth
+// would bring the Lambda runtime and x/crypto into it). The constant is
+// type-checked as the compiler does; the file's other imports are left
+// unresolved, which its constant does not need.
+func authCacheTTL(t *testing.T) time.Duration {
+	t.Helper()
+	path := filepath.Join("..", "shared", "auth", "authenticator.go")
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), Error: func(error) {}}
+	pkg, _ := conf.Check("auth", fset, []*ast.File{f}, nil)
+	c, ok := pkg.Scope().Lookup("CacheTTL").(*types.Const)
+	if !ok {
+		t.Fatalf("%s has no constant CacheTTL", path)
+	}
+	ns, exact := constant.Int64Val(c.Val())
+	if !exact || ns <= 0 {
+		t.Fatalf("%s: CacheTTL is %v", path, c.Val())
+	}
+	return time.Duration(ns)
+}
+
+// TestLoginThrottle: POST /auth/login has a throttle of its own (context
+// loginThrottleRate and loginThrottleBurst), with the stage's logging and
+// metrics, and never a body logged; the stage's throttle holds for every
+// other method.
+func TestLoginThrottle(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		s           *synthesis
+		rate, burst float64
+	}{{"default", synthDefault(t), 10, 20}, {"https (loginThrottleRate=3, loginThrottleBurst=4)", synthHTTPS(t), 3, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			must(t, "the login method's settings", func() {
+				tc.s.template.HasResourceProperties(jsii.String("AWS::ApiGateway::Stage"), map[string]any{
+					"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectEquals(&map[string]any{
+						"HttpMethod": "POST", "ResourcePath": "/~1auth~1login",
+						"ThrottlingRateLimit": tc.rate, "ThrottlingBurstLimit": tc.burst,
+						"LoggingLevel": "ERROR", "DataTraceEnabled": false, "MetricsEnabled": true,
+					})}),
+				})
+			})
+			_, stage := tc.s.only(t, "AWS::ApiGateway::Stage")
+			var methods []string
+			for _, setting := range list(stage.Properties["MethodSettings"]) {
+				methods = append(methods, render(property(setting, "HttpMethod"))+" "+render(property(setting, "ResourcePath")))
+			}
+			slices.Sort(methods)
+			if want := []string{"* /*", "POST /~1auth~1login"}; !slices.Equal(methods, want) {
+				t.Errorf("the stage's method settings are for %v, want %v (the stage's, login's)", methods, want)
+			}
+		})
 	}
 }
 

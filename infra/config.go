@@ -54,6 +54,10 @@ type Config struct {
 	// ThrottleRate (requests/s) and ThrottleBurst are the API stage's
 	// limits, over all callers.
 	ThrottleRate, ThrottleBurst int
+	// LoginThrottleRate (requests/s) and LoginThrottleBurst are POST
+	// /auth/login's own limits, over all callers, in place of the
+	// stage's: each login costs an argon2id hash.
+	LoginThrottleRate, LoginThrottleBurst int
 	// TunnelTasks and TunnelMaxTasks bound the tunnel service's Fargate
 	// tasks; it scales out on CPU between them.
 	TunnelTasks, TunnelMaxTasks int
@@ -74,10 +78,14 @@ var defaults = Config{
 	LogRetentionDays: 365,
 	ThrottleRate:     50,
 	ThrottleBurst:    100,
-	TunnelTasks:      1,
-	TunnelMaxTasks:   4,
-	WAF:              true,
-	WAFRate:          1000,
+	// A login is some 135 ms of a 256 MB function's CPU (argon2id):
+	// 10 a second keep about 2 such functions busy.
+	LoginThrottleRate:  10,
+	LoginThrottleBurst: 20,
+	TunnelTasks:        1,
+	TunnelMaxTasks:     4,
+	WAF:                true,
+	WAFRate:            1000,
 }
 
 // ConfigFrom reads the Config from the context of node (the app).
@@ -140,6 +148,8 @@ func ConfigFrom(node constructs.Node) (Config, error) {
 	number("logRetentionDays", &c.LogRetentionDays)
 	number("throttleRate", &c.ThrottleRate)
 	number("throttleBurst", &c.ThrottleBurst)
+	number("loginThrottleRate", &c.LoginThrottleRate)
+	number("loginThrottleBurst", &c.LoginThrottleBurst)
 	number("tunnelTasks", &c.TunnelTasks)
 	number("tunnelMaxTasks", &c.TunnelMaxTasks)
 	flag("allowHttp", &c.AllowHTTP)
@@ -155,6 +165,8 @@ func (c Config) check() error {
 	switch {
 	case c.ThrottleRate < 1 || c.ThrottleBurst < 1:
 		return fmt.Errorf("context throttleRate and throttleBurst must be at least 1, not %d and %d", c.ThrottleRate, c.ThrottleBurst)
+	case c.LoginThrottleRate < 1 || c.LoginThrottleBurst < 1:
+		return fmt.Errorf("context loginThrottleRate and loginThrottleBurst must be at least 1, not %d and %d", c.LoginThrottleRate, c.LoginThrottleBurst)
 	case c.TunnelTasks < 1 || c.TunnelMaxTasks < c.TunnelTasks:
 		return fmt.Errorf("context tunnelTasks must be at least 1 and tunnelMaxTasks at least tunnelTasks, not %d and %d", c.TunnelTasks, c.TunnelMaxTasks)
 	case c.CertificateARN == "" && !c.AllowHTTP:

@@ -16,6 +16,7 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		"releasesRepo": testReleasesRepo, "releasesApiUrl": "https://api.example.com", "alertsUrl": testAlertsURL,
 		"tunnelDenyCidrs":  "10.0.0.0/8",
 		"logRetentionDays": "30", "throttleRate": 7, "throttleBurst": "9", "tunnelTasks": 2, "tunnelMaxTasks": "3",
+		"loginThrottleRate": "3", "loginThrottleBurst": 4,
 		"allowHttp": "true", "waf": "false", "wafRate": "300",
 	}).Node())
 	if err != nil {
@@ -27,6 +28,7 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		ReleasesRepo: testReleasesRepo, ReleasesAPIURL: "https://api.example.com", AlertsURL: testAlertsURL,
 		TunnelDenyCIDRs:  "10.0.0.0/8",
 		LogRetentionDays: 30, ThrottleRate: 7, ThrottleBurst: 9, TunnelTasks: 2, TunnelMaxTasks: 3,
+		LoginThrottleRate: 3, LoginThrottleBurst: 4,
 		AllowHTTP: true, WAF: false, WAFRate: 300,
 	}
 	if cfg != want {
@@ -53,6 +55,7 @@ func TestConfigFromDefaults(t *testing.T) {
 		t.Errorf("ConfigFrom with no context = %+v\nwant %+v", cfg, want)
 	}
 	if cfg.StackName != "Sshdeck" || cfg.LogRetentionDays != 365 || cfg.ThrottleRate != 50 || cfg.ThrottleBurst != 100 ||
+		cfg.LoginThrottleRate != 10 || cfg.LoginThrottleBurst != 20 ||
 		cfg.TunnelTasks != 1 || cfg.TunnelMaxTasks != 4 || !cfg.WAF || cfg.WAFRate != 1000 {
 		t.Errorf("defaults changed: %+v", cfg)
 	}
@@ -73,6 +76,8 @@ func TestConfigFromRefusesBadContext(t *testing.T) {
 		{map[string]any{"throttleRate": 0}, "throttleRate"},
 		{map[string]any{"throttleBurst": -1}, "throttleBurst"},
 		{map[string]any{"throttleBurst": true}, "throttleBurst"},
+		{map[string]any{"loginThrottleRate": 0}, "loginThrottleRate"},
+		{map[string]any{"loginThrottleBurst": "twenty"}, "loginThrottleBurst"},
 		{map[string]any{"allowHttp": "yes please"}, "allowHttp"},
 		{map[string]any{"waf": 1}, "waf"},
 		{map[string]any{"wafRate": 9}, "wafRate"},

@@ -113,6 +113,18 @@ func newFunction(scope constructs.Construct, cfg Config, name string, env map[st
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
 		// 256 MB buys twice the CPU of 128 MB (Lambda gives CPU in
 		// proportion), which halves a cold start's TLS and JSON work.
+		// Login keeps it too. Its memory is far from the limit: an
+		// argon2id hash takes 19 MiB (t=2, p=1; at most two at once,
+		// auth's limit), and the login bootstrap peaks at some 50 MB
+		// after four logins (bench/lambdabench's peak RSS). What a login
+		// needs is CPU: a hash costs about 20 ms of a full core (amd64),
+		// some 135 ms at 256 MB's share (256/1769 of a vCPU), under the
+		// 250 ms a login may take; but the first one or two logins of a
+		// fresh container cost 35-40 ms (the process faults the 19 MiB
+		// in), some 250-270 ms at 256 MB, and arm64 runs argon2's
+		// generic code. More memory buys CPU in proportion (512 MB
+		// halves those times): the cold-start bench reports login's
+		// answer CPU against the 250 ms goal, to decide on.
 		MemorySize:  jsii.Number(256),
 		Timeout:     awscdk.Duration_Seconds(jsii.Number(timeout)),
 		Role:        role,

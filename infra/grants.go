@@ -10,16 +10,22 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
-// grantTable lets role make exactly the calls of policy on the table (no
-// index: no route queries it): each statement's actions on the items of its
-// partitions only (dynamodb:LeadingKeys), and use the table's key as
-// DynamoDB needs for them, through DynamoDB only (kms:ViaService): to read,
-// and to write when an action writes.
+// grantTable lets role make exactly the calls of policy on the table and
+// its index: each statement's actions on the items of its partitions only
+// (dynamodb:LeadingKeys), on the table's ARN, or the index's
+// (<table ARN>/index/gsi1) for a statement on the index (the routes that
+// list a user's tokens: a grant on the table covers no index); and use the
+// table's key as DynamoDB needs for them, through DynamoDB only
+// (kms:ViaService): to read, and to write when an action writes.
 func (d *Data) grantTable(role awsiam.IRole, policy iam.Policy) {
 	for _, st := range policy {
+		resource := *d.Table.TableArn()
+		if st.Index != "" {
+			resource += "/index/" + st.Index
+		}
 		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings(st.Actions...),
-			Resources: jsii.Strings(*d.Table.TableArn()),
+			Resources: jsii.Strings(resource),
 			Conditions: &map[string]any{
 				// ForAllValues: every partition key a call names (a
 				// batch's or a transaction's, one each) must match.

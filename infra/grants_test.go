@@ -137,9 +137,12 @@ func (s *synthesis) functionGrantees(t *testing.T) []grantee {
 }
 
 // TestFunctionGrants: each function's role may make exactly the DynamoDB
-// calls of its route on the table, on the partitions of its route only
-// (dynamodb:LeadingKeys), use the table's key only through
-// DynamoDB, and the credentials key only if its route seals credentials.
+// calls of its route on the table (and its index, for the routes that list
+// a user's tokens), on the partitions of its route only
+// (dynamodb:LeadingKeys), use the table's key only through DynamoDB, and
+// the credentials key only if its route seals credentials. A route that
+// only reads may only read; so may the authorizer, but for one write: a
+// token's lastUsedAt (TouchToken), UpdateItem on TOKEN#* alone.
 func TestFunctionGrants(t *testing.T) {
 	s := synthDefault(t)
 	for _, g := range s.functionGrantees(t) {
@@ -152,10 +155,22 @@ func TestFunctionGrants(t *testing.T) {
 			}
 			granted := checkGrants(t, s, g)
 			r, isRoute := routes.ByName(g.name)
-			if readOnly := !isRoute || r.Access == routes.Read || r.Access == routes.Public; readOnly {
+			if isRoute && r.Access == routes.Read {
 				for _, a := range granted {
 					if !slices.Contains(iam.ReadActions, a) {
 						t.Errorf("%s only reads, yet may call %s", g.name, a)
+					}
+				}
+			}
+			if !isRoute {
+				for _, a := range granted {
+					if !slices.Contains(iam.ReadActions, a) && a != "dynamodb:UpdateItem" {
+						t.Errorf("the authorizer reads and touches tokens, yet may call %s", a)
+					}
+				}
+				for _, st := range s.roleStatements(g.role) {
+					if slices.Contains(st.Action, "dynamodb:UpdateItem") && (!slices.Equal(st.Action, []string{"dynamodb:UpdateItem"}) || !slices.Equal(leadingKeys(st), []string{"TOKEN#*"})) {
+						t.Errorf("the authorizer may %v on %v, want UpdateItem alone on TOKEN#* alone", st.Action, leadingKeys(st))
 					}
 				}
 			}
@@ -178,8 +193,9 @@ func TestTunnelTaskGrants(t *testing.T) {
 
 // TestTunnelTaskWritesNoUserOrToken: the tunnel service's role may read
 // users and tokens (its token checks), and write nothing but tunnels and
-// known hosts: every statement that writes has a LeadingKeys condition of
-// TUNNELS and OWNER#* alone.
+// known hosts, and a token's lastUsedAt: every statement that writes has a
+// LeadingKeys condition of TUNNELS and OWNER#* alone, or is UpdateItem
+// alone on TOKEN#* alone (TouchToken).
 func TestTunnelTaskWritesNoUserOrToken(t *testing.T) {
 	s := synthDefault(t)
 	_, task := s.only(t, "AWS::ECS::TaskDefinition")
@@ -190,12 +206,14 @@ func TestTunnelTaskWritesNoUserOrToken(t *testing.T) {
 			continue
 		}
 		writes++
-		if keys := leadingKeys(st); !slices.Equal(keys, []string{"OWNER#*", "TUNNELS"}) {
-			t.Errorf("the tunnel task role may %v on the partitions %v, want TUNNELS and OWNER#* only", st.Action, keys)
+		keys := leadingKeys(st)
+		touch := slices.Equal(st.Action, []string{"dynamodb:UpdateItem"}) && slices.Equal(keys, []string{"TOKEN#*"})
+		if !touch && !slices.Equal(keys, []string{"OWNER#*", "TUNNELS"}) {
+			t.Errorf("the tunnel task role may %v on the partitions %v, want TUNNELS and OWNER#* only (or UpdateItem alone on TOKEN#*)", st.Action, keys)
 		}
 	}
-	if writes != 1 {
-		t.Errorf("%d statements of the tunnel task role write the table, want 1", writes)
+	if writes != 2 {
+		t.Errorf("%d statements of the tunnel task role write the table, want 2 (tunnels and known hosts; the touch of tokens)", writes)
 	}
 }
 
@@ -258,20 +276,27 @@ func checkGrants(t *testing.T, s *synthesis, g grantee) []string {
 		if only(tableKey) && (via != wantVia || len(st.Condition) != 1) {
 			t.Errorf("%s may %v with the table's key under condition %v, want StringEquals kms:ViaService %s", g.name, st.Action, render(st.Condition), wantVia)
 		}
+		// A DynamoDB statement is on the table's ARN alone, or on the
+		// ARN of one index of it alone.
+		index, onData := "", only(table)
+		if len(st.Resource) == 1 {
+			if name, ok := strings.CutPrefix(render(st.Resource[0]), "${"+table+".Arn}/index/"); ok && name != "" {
+				index, onData = name, true
+			}
+		}
 		if slices.ContainsFunc(st.Action, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
 			// Every DynamoDB statement holds to its partitions.
 			if keys := leadingKeys(st); len(keys) == 0 || len(st.Condition) != 1 {
 				t.Errorf("%s may %v under condition %v, want ForAllValues:StringLike dynamodb:LeadingKeys alone", g.name, st.Action, render(st.Condition))
 			} else {
-				dynamoStatements = append(dynamoStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Action)), Partitions: keys})
+				dynamoStatements = append(dynamoStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Action)), Partitions: keys, Index: index})
 			}
 		}
 		for _, a := range st.Action {
 			switch {
 			case strings.HasPrefix(a, "dynamodb:"):
-				// The table's ARN alone: no route reads the index.
-				if !only(table) {
-					t.Errorf("%s may call %s on %v, want on the table's ARN alone", g.name, a, render(st.Resource))
+				if !onData {
+					t.Errorf("%s may call %s on %v, want on the table's ARN alone, or an index's", g.name, a, render(st.Resource))
 				}
 				dynamo = append(dynamo, a)
 			case strings.HasPrefix(a, "kms:") && only(tableKey):
@@ -287,16 +312,21 @@ func checkGrants(t *testing.T, s *synthesis, g grantee) []string {
 	}
 
 	slices.Sort(dynamo)
+	dynamo = slices.Compact(dynamo)
 	if want := g.policy.Actions(); !slices.Equal(dynamo, want) {
 		t.Errorf("%s may call %v on the table, want exactly %v", g.name, dynamo, want)
 	}
 	// Statement for statement, the policy of shared/store/dynamo/iam.
 	var wantStatements []iam.Statement
 	for _, st := range g.policy {
-		wantStatements = append(wantStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Actions)), Partitions: slices.Sorted(slices.Values(st.Partitions))})
+		wantStatements = append(wantStatements, iam.Statement{Actions: slices.Sorted(slices.Values(st.Actions)), Partitions: slices.Sorted(slices.Values(st.Partitions)), Index: st.Index})
 	}
 	key := func(st iam.Statement) string {
-		return strings.Join(st.Actions, ",") + " on " + strings.Join(st.Partitions, ",")
+		on := "the table"
+		if st.Index != "" {
+			on = "the index " + st.Index
+		}
+		return strings.Join(st.Actions, ",") + " on " + on + " on " + strings.Join(st.Partitions, ",")
 	}
 	got, wantKeys := make([]string, len(dynamoStatements)), make([]string, len(wantStatements))
 	for i, st := range dynamoStatements {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/sshdeck/sshdeck/shared/routes"
 )
 
 // suppress records the cdk-nag AwsSolutions findings this design accepts,
@@ -14,13 +18,22 @@ func suppress(cfg Config, api awsapigateway.RestApi, fns *Functions, tunnel *Tun
 	accept(api, "AwsSolutions-APIG2", "Each function validates its request against the contract and answers 400 naming the field (openapi.yaml); "+
 		"API Gateway models would repeat that schema and answer in a body of their own.")
 	if !cfg.WAF {
-		accept(api, "AwsSolutions-APIG3", "The context said waf=false: no per-client rate limit. Every route but /healthz needs a bearer token, "+
-			"and the stage is throttled over all clients. Deploy without waf=false to put the web ACL back.")
+		accept(api, "AwsSolutions-APIG3", "The context said waf=false: no per-client rate limit. Every route but /healthz and /auth/login needs a bearer token, "+
+			"the stage is throttled over all clients and /auth/login on its own, and logins lock a user name and an address out after "+
+			"repeated failures. Deploy without waf=false to put the web ACL back.")
 	}
 	accept(api, "AwsSolutions-COG4", "The contract's authentication is sshdeck's own bearer tokens (API.md), checked by the REQUEST authorizer "+
 		"over DynamoDB; there is no Cognito user pool.")
-	accept(api.Root().ResourceForPath(jsii.String("/healthz")), "AwsSolutions-APIG4", "GET /healthz is public by contract, "+
-		"for load balancers and uptime checks; it reads no user's data.")
+	for _, r := range routes.All {
+		if !r.Public {
+			continue
+		}
+		reason, ok := publicRoutes[r.Name]
+		if !ok {
+			panic(fmt.Sprintf("route %s is public (no authorizer): say why in nag.go's publicRoutes", r.Name))
+		}
+		accept(api.Root().ResourceForPath(jsii.String(r.Path)), "AwsSolutions-APIG4", r.Method+" "+r.Path+" "+reason)
+	}
 	accept(api.Node().FindChild(jsii.String("CloudWatchRole")), "AwsSolutions-IAM4", "API Gateway's account-wide logging role carries "+
 		"AmazonAPIGatewayPushToCloudWatchLogs, the policy API Gateway documents for it; it only writes API Gateway's own log groups.",
 		"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs")
@@ -39,6 +52,15 @@ func suppress(cfg Config, api awsapigateway.RestApi, fns *Functions, tunnel *Tun
 		"accepts the internet on its listener ports only; the tasks accept the load balancer only.")
 	accept(tunnel.LogBucket, "AwsSolutions-S1", "This bucket holds the load balancer's access logs; logging access to it "+
 		"would need a bucket of its own, and so on.")
+}
+
+// publicRoutes are why each public route of the route table (Public: no
+// authorizer) is public.
+var publicRoutes = map[string]string{
+	"healthz": "is public by contract, for load balancers and uptime checks; it reads no user's data.",
+	"login": "is public by contract (API.md): it is how a client gets a token, with a user name and password (and a TOTP code). " +
+		"Failures lock the name out after 5 and the address after 20 in 15 minutes, and the method has a throttle of its own " +
+		"(loginThrottleRate, loginThrottleBurst).",
 }
 
 // accept suppresses finding id on construct and its children, for the

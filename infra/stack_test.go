@@ -41,10 +41,12 @@ var (
 		"certificateArn":   testCertificateARN,
 		"tunnelDomainName": testTunnelDomain,
 		// -c on cdk's command line gives strings, cdk.json numbers: both.
-		"throttleRate":   "7",
-		"throttleBurst":  9,
-		"tunnelTasks":    "2",
-		"tunnelMaxTasks": 3,
+		"throttleRate":       "7",
+		"throttleBurst":      9,
+		"loginThrottleRate":  "3",
+		"loginThrottleBurst": 4,
+		"tunnelTasks":        "2",
+		"tunnelMaxTasks":     3,
 		// Off the default, yet at least the year Control Tower asks for
 		// (guard_test.go checks this template too).
 		"logRetentionDays": 731,

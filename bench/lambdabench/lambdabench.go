@@ -27,8 +27,8 @@ const authorizer = "authorizer"
 const runs = 10
 
 // quickFunctions are the functions of a quick run: a route that opens
-// credentials (KMS) and the authorizer.
-var quickFunctions = []string{"get-host", authorizer}
+// credentials (KMS), login (an argon2id hash) and the authorizer.
+var quickFunctions = []string{"get-host", "login", authorizer}
 
 // goalColdStart is the goal for the worst function's median cold start.
 const goalColdStartMS = 50

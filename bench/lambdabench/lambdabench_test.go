@@ -2,18 +2,23 @@ package lambdabench
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sshdeck/sshdeck/bench/report"
+	"github.com/sshdeck/sshdeck/internal/cloudtest"
 )
 
-// TestQuick runs the group as `go run ./bench -quick` does (two functions,
-// one cold start each) and checks that every table is there, one row per
-// function, with figures that make sense.
+// TestQuick runs the group as `go run ./bench -quick` does (three
+// functions, one cold start each) and checks that every table is there, one
+// row per function, with figures that make sense.
 func TestQuick(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -63,14 +68,20 @@ func TestQuick(t *testing.T) {
 	rows = byFunction(sections[1].Tables[0])
 	for _, name := range quickFunctions {
 		init, first := number(t, rows[name][1]), number(t, rows[name][3])
-		if cpu := number(t, rows[name][5]); init <= 0 || first < init || first > 10_000 || cpu <= 0 {
-			t.Errorf("%s: init %v ms, first answer %v ms, CPU %v ms", name, init, first, cpu)
+		cpu, answer, peak := number(t, rows[name][5]), number(t, rows[name][6]), number(t, rows[name][7])
+		if init <= 0 || first < init || first > 10_000 || cpu <= 0 || answer <= 0 || answer > cpu || peak < 1 || peak > 256 {
+			t.Errorf("%s: init %v ms, first answer %v ms, CPU %v ms, of the answer %v ms, peak RSS %v MB", name, init, first, cpu, answer, peak)
 		}
 	}
-	if rows["get-host"][6] != "200" || rows["authorizer"][6] != "Allow" {
-		t.Errorf("answers: get-host %q, authorizer %q", rows["get-host"][6], rows["authorizer"][6])
+	if rows["get-host"][8] != "200" || rows["login"][8] != "200" || rows["authorizer"][8] != "Allow" {
+		t.Errorf("answers: get-host %q, login %q, authorizer %q", rows["get-host"][8], rows["login"][8], rows["authorizer"][8])
 	}
-	if !strings.Contains(sections[1].Notes, "Worst median first answer") {
+	// The argon2id hash of login's answer (19 MiB, 2 passes) is several
+	// milliseconds of CPU on any machine.
+	if login, get := number(t, rows["login"][6]), number(t, rows["get-host"][6]); login < get+5 {
+		t.Errorf("login's answer took %v ms of CPU, get-host's %v ms: no argon2id hash in it?", login, get)
+	}
+	if !strings.Contains(sections[1].Notes, "Worst median first answer") || !strings.Contains(sections[1].Notes, "Login's answer") {
 		t.Errorf("cold start notes: %s", sections[1].Notes)
 	}
 
@@ -113,5 +124,38 @@ func TestStats(t *testing.T) {
 	}
 	if got := formatCalls(map[string]int{"Query": 1, "GetItem": 2, "PutItem": 0}); got != "GetItem 2, Query 1" {
 		t.Errorf("formatCalls: %q", got)
+	}
+}
+
+// TestEventPayload: the routes that send a TOTP code get the fixture's
+// current one; the others their file as it is.
+func TestEventPayload(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture := &cloudtest.Fixture{PendingTOTP: []byte("12345678901234567890"), ActiveTOTP: []byte("09876543210987654321")}
+	now := time.Now()
+	fns := map[string]function{}
+	for _, f := range functions(root, false) {
+		fns[f.name] = f
+	}
+	for name, key := range map[string][]byte{"enable-totp": fixture.PendingTOTP, "disable-totp": fixture.ActiveTOTP} {
+		b, err := eventPayload(root, fns[name], fixture, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev events.APIGatewayProxyRequest
+		if err := json.Unmarshal(b, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"code":"` + cloudtest.TOTPCode(key, now) + `"}`; ev.Body != want || ev.Resource != fns[name].route.Path {
+			t.Errorf("%s: %s %s, want the body %s", name, ev.Resource, ev.Body, want)
+		}
+	}
+	b, err := eventPayload(root, fns["get-host"], fixture, now)
+	file, _ := os.ReadFile(fns["get-host"].event)
+	if err != nil || !bytes.Equal(b, file) {
+		t.Errorf("get-host's payload is not its file: %v", err)
 	}
 }

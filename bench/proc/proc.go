@@ -53,6 +53,54 @@ func parseStat(b []byte) (Process, error) {
 	return Process{PPID: ppid, CPU: time.Duration(utime+stime) * tick}, nil
 }
 
+// RunTime is the CPU time the process's threads have used so far as the
+// scheduler counts it, to the nanosecond: the sum of se.sum_exec_runtime
+// (milliseconds) in /proc/<pid>/task/*/sched. The user and system times of
+// its rusage, once it has exited, add up to the same count (the kernel
+// scales them to it), so the two subtract. Threads that have exited are
+// not in it (Go's rarely exit). Where the kernel keeps no sched files
+// (built without CONFIG_SCHED_DEBUG) it is Stat's CPU, to 10 ms.
+func RunTime(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/sched", pid, task.Name()))
+		if errors.Is(err, os.ErrNotExist) && total == 0 {
+			p, err := Stat(pid)
+			return p.CPU, err
+		}
+		if err != nil {
+			continue // the thread exited while we read
+		}
+		d, err := parseSched(b)
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// parseSched reads se.sum_exec_runtime of a /proc/<pid>/task/<tid>/sched,
+// "se.sum_exec_runtime   :   12.345678" (milliseconds).
+func parseSched(b []byte) (time.Duration, error) {
+	for line := range strings.Lines(string(b)) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) != "se.sum_exec_runtime" {
+			continue
+		}
+		ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return 0, fmt.Errorf("unreadable se.sum_exec_runtime %q: %w", strings.TrimSpace(v), err)
+		}
+		return time.Duration(ms * float64(time.Millisecond)), nil
+	}
+	return 0, errors.New("no se.sum_exec_runtime in /proc/<pid>/task/<tid>/sched")
+}
+
 // All reads every process's parent and CPU time, by pid. Processes that
 // end while it reads are left out.
 func All() map[int]Process {

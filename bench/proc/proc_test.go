@@ -85,3 +85,36 @@ func TestStatusOfThisProcess(t *testing.T) {
 		t.Error("Status of no process gave no error")
 	}
 }
+
+func TestParseSched(t *testing.T) {
+	sched := "sshdeck (4242, #threads: 5)\n-------------------\nse.exec_start                                :       8932470.953608\n" +
+		"se.vruntime                                  :         14350.546299\nse.sum_exec_runtime                          :            12.774866\n"
+	d, err := parseSched([]byte(sched))
+	if err != nil || d != 12774866*time.Nanosecond {
+		t.Errorf("parseSched = %v, %v; want 12.774866ms", d, err)
+	}
+	if _, err := parseSched([]byte("se.vruntime : 1\n")); err == nil {
+		t.Error("parseSched without se.sum_exec_runtime gave no error")
+	}
+}
+
+// TestRunTime: this process's run time grows while it spins, and is about
+// what its rusage says.
+func TestRunTime(t *testing.T) {
+	start, err := RunTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Millisecond); time.Now().Before(deadline); {
+	}
+	end, err := RunTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end-start < 10*time.Millisecond {
+		t.Errorf("RunTime grew %v over 30 ms of spinning", end-start)
+	}
+	if self := SelfCPU(); end > self+50*time.Millisecond || end < self/2 {
+		t.Errorf("RunTime %v, rusage %v: far apart", end, self)
+	}
+}

@@ -49,9 +49,14 @@ type Server struct {
 	actions map[string]bool // IAM actions the calls needed
 	indexes map[string]bool // indexes the calls named
 	// leading keys (IAM's dynamodb:LeadingKeys: the partition keys) of
-	// the calls, by the action that needed them
-	leading map[string]map[string]bool
+	// the calls, by the action that needed them and what it read (the
+	// table, or an index)
+	leading map[target]map[string]bool
 }
+
+// target is an action on the table (index "") or on an index: what an IAM
+// statement's resource and actions name.
+type target struct{ index, action string }
 
 // Start starts a server with an empty table and stops it when the test ends.
 // The table's creation is not counted.
@@ -69,7 +74,7 @@ func Start(t testing.TB) *Server {
 // which are not tests). The table's creation is not counted.
 func New(ctx context.Context) (*Server, error) {
 	s := &Server{Table: "sshdeck", calls: map[string]int{}, actions: map[string]bool{}, indexes: map[string]bool{},
-		leading: map[string]map[string]bool{}}
+		leading: map[target]map[string]bool{}}
 	s.srv = httptest.NewServer(s.handler(miniserver.NewServer()))
 	s.URL = s.srv.URL
 	s.Client = NewClient(s.URL)
@@ -135,8 +140,10 @@ type batchGet struct{ Keys []map[string]attr }
 var keyCondition = regexp.MustCompile(`(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)`)
 
 // leadingKeys returns, by IAM action, the partition keys the call touches:
-// what dynamodb:LeadingKeys holds for it. A call whose keys cannot be read
-// (none here) gets "?", which no policy allows.
+// what dynamodb:LeadingKeys holds for it. A Query of an index names the
+// index's partition key (schema.IndexPartitionKey for schema.Index), which
+// is what its leading key is. A call whose keys cannot be read (none here)
+// gets "?", which no policy allows.
 func leadingKeys(op string, req *request) map[string][]string {
 	pk := func(m map[string]attr) string {
 		if v, ok := m[schema.PartitionKey]; ok && v.S != nil {
@@ -151,13 +158,20 @@ func leadingKeys(op string, req *request) map[string][]string {
 	case "PutItem":
 		out["dynamodb:"+op] = []string{pk(req.Item)}
 	case "Query":
-		key := "?"
+		key, partitionKey := "?", schema.PartitionKey
+		switch req.IndexName {
+		case "":
+		case schema.Index:
+			partitionKey = schema.IndexPartitionKey
+		default:
+			partitionKey = "" // an index this package does not know
+		}
 		for _, m := range keyCondition.FindAllStringSubmatch(req.KeyConditionExpression, -1) {
 			name := m[1]
 			if n, ok := req.ExpressionAttributeNames[name]; ok {
 				name = n
 			}
-			if v, ok := req.ExpressionAttributeValues[m[2]]; ok && name == schema.PartitionKey && v.S != nil {
+			if v, ok := req.ExpressionAttributeValues[m[2]]; ok && partitionKey != "" && name == partitionKey && v.S != nil {
 				key = *v.S
 			}
 		}
@@ -220,8 +234,8 @@ var itemActions = map[string]string{
 // ("DynamoDB_20120810.GetItem"), and notes the IAM actions it needs and the
 // index it names.
 func (s *Server) record(r *http.Request, body []byte) {
-	target := r.Header.Get("X-Amz-Target")
-	op := target[strings.LastIndexByte(target, '.')+1:]
+	amzTarget := r.Header.Get("X-Amz-Target")
+	op := amzTarget[strings.LastIndexByte(amzTarget, '.')+1:]
 	// A transaction unreadable here stays its operation's name, which is no
 	// IAM action: it cannot pass for granted.
 	actions := []string{"dynamodb:" + op}
@@ -243,11 +257,12 @@ func (s *Server) record(r *http.Request, body []byte) {
 		s.actions[a] = true
 	}
 	for a, pks := range keys {
-		if s.leading[a] == nil {
-			s.leading[a] = map[string]bool{}
+		tg := target{req.IndexName, a}
+		if s.leading[tg] == nil {
+			s.leading[tg] = map[string]bool{}
 		}
 		for _, pk := range pks {
-			s.leading[a][pk] = true
+			s.leading[tg][pk] = true
 		}
 	}
 	if req.IndexName != "" {
@@ -308,31 +323,69 @@ func (s *Server) ResetCalls() {
 	clear(s.leading)
 }
 
-// LeadingKeys returns, by IAM action, the partition keys of the items the
-// calls since Start or the last ResetCalls touched (what IAM's
-// dynamodb:LeadingKeys condition sees), sorted.
-func (s *Server) LeadingKeys() map[string][]string {
+// LeadingKeys returns, by IAM action, the partition keys of the items of
+// the table (not of an index: IndexLeadingKeys) the calls since Start or
+// the last ResetCalls touched (what IAM's dynamodb:LeadingKeys condition
+// sees), sorted.
+func (s *Server) LeadingKeys() map[string][]string { return s.IndexLeadingKeys("") }
+
+// IndexLeadingKeys is LeadingKeys of the calls that read the index (a
+// Query naming it): the index's partition keys, by action.
+func (s *Server) IndexLeadingKeys(index string) map[string][]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string][]string{}
-	for a, pks := range s.leading {
-		out[a] = slices.Sorted(maps.Keys(pks))
+	for tg, pks := range s.leading {
+		if tg.index == index {
+			out[tg.action] = slices.Sorted(maps.Keys(pks))
+		}
 	}
 	return out
 }
 
-// CheckPolicy fails t as CheckGranted does, and also when a call touched
-// a partition that policy (the role of who: shared/store/dynamo/iam's
-// RoutePolicy, AuthorizerPolicy, TunnelServicePolicy) does not allow for
-// its action: the calls must pass IAM's dynamodb:LeadingKeys conditions as
-// the CDK app writes them.
+// CheckPolicy fails t when the calls since Start or the last ResetCalls
+// needed an action outside policy (the role of who: shared/store/dynamo/
+// iam's RoutePolicy, AuthorizerPolicy, TunnelServicePolicy), named an
+// index no statement of it is on, made an action on the table or an index
+// that only a statement on the other grants, or touched a partition that
+// no statement on what the call read allows for its action: the calls must
+// pass IAM as the CDK app writes the policy (a resource per statement, the
+// table's ARN or the index's, and dynamodb:LeadingKeys conditions).
 func (s *Server) CheckPolicy(t testing.TB, who string, policy iam.Policy) {
 	t.Helper()
-	s.CheckGranted(t, who, policy.Actions())
-	for action, pks := range s.LeadingKeys() {
-		for _, pk := range pks {
-			if slices.Contains(policy.Actions(), action) && !policy.Allows(action, pk) {
-				t.Errorf("%s: %s on the partition %q, which its IAM policy (shared/store/dynamo/iam: %v) does not allow", who, action, pk, policy)
+	s.checkActions(t, who, policy.Actions())
+	for _, index := range s.Indexes() {
+		if !slices.Contains(policy.Indexes(), index) {
+			t.Errorf("%s: its calls named the index %s, on which its IAM policy (shared/store/dynamo/iam: %v) has no statement", who, index, policy)
+		}
+	}
+	s.mu.Lock()
+	targets := slices.SortedFunc(maps.Keys(s.leading), func(a, b target) int {
+		return strings.Compare(a.index+" "+a.action, b.index+" "+b.action)
+	})
+	s.mu.Unlock()
+	for _, tg := range targets {
+		where := ""
+		if tg.index != "" {
+			where = " of the index " + tg.index
+			if !slices.Contains(policy.Indexes(), tg.index) {
+				continue // said above
+			}
+		}
+		if !slices.Contains(policy.Actions(), tg.action) {
+			continue // said by checkActions
+		}
+		if !policy.Grants(tg.index, tg.action) {
+			on := "the table"
+			if tg.index != "" {
+				on = "the index " + tg.index
+			}
+			t.Errorf("%s: %s on %s, which its IAM policy (shared/store/dynamo/iam: %v) grants elsewhere only", who, tg.action, on, policy)
+			continue
+		}
+		for _, pk := range s.IndexLeadingKeys(tg.index)[tg.action] {
+			if !policy.AllowsOn(tg.index, tg.action, pk) {
+				t.Errorf("%s: %s on the partition %q%s, which its IAM policy (shared/store/dynamo/iam: %v) does not allow", who, tg.action, pk, where, policy)
 			}
 		}
 	}
@@ -344,6 +397,15 @@ func (s *Server) CheckPolicy(t testing.TB, who string, policy iam.Policy) {
 // service; see shared/store/dynamo/iam) allows, on the table alone.
 func (s *Server) CheckGranted(t testing.TB, who string, granted []string) {
 	t.Helper()
+	s.checkActions(t, who, granted)
+	if indexes := s.Indexes(); len(indexes) > 0 {
+		t.Errorf("%s: its calls named the index %v; its IAM policy grants the table only", who, indexes)
+	}
+}
+
+// checkActions fails t when the calls needed an action outside granted.
+func (s *Server) checkActions(t testing.TB, who string, granted []string) {
+	t.Helper()
 	var missing []string
 	for _, a := range s.Actions() {
 		if !slices.Contains(granted, a) {
@@ -352,9 +414,6 @@ func (s *Server) CheckGranted(t testing.TB, who string, granted []string) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("%s: its calls needed %v, which its IAM policy (shared/store/dynamo/iam: %v) does not grant", who, missing, granted)
-	}
-	if indexes := s.Indexes(); len(indexes) > 0 {
-		t.Errorf("%s: its calls named the index %v; its IAM policy grants the table only", who, indexes)
 	}
 }
 

@@ -208,3 +208,54 @@ func TestLeadingKeys(t *testing.T) {
 		t.Errorf("CheckPolicy with writes on OWNER# only: %q, want one error naming the BatchWriteItem on TOKEN#t", rec.errors)
 	}
 }
+
+// TestIndexLeadingKeys: a Query of the index is noted with the index's
+// partition key (gsi1pk), apart from the table's calls, and CheckPolicy
+// holds it to a statement on that index: none, a statement on the table
+// alone, or one on other partitions of the index, fail.
+func TestIndexLeadingKeys(t *testing.T) {
+	s := Start(t)
+	ctx := t.Context()
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	if _, err := s.Client.Query(ctx, &dynamodb.QueryInput{TableName: &s.Table, IndexName: aws.String("gsi1"),
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :p)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": "gsi1pk", "#sk": "gsi1sk"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str("USER#u"), ":p": str("TOKEN#")}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.IndexLeadingKeys("gsi1"); len(got) != 1 || !slices.Equal(got["dynamodb:Query"], []string{"USER#u"}) {
+		t.Errorf("index leading keys %v, want Query on USER#u", got)
+	}
+	if got := s.LeadingKeys(); len(got) != 0 {
+		t.Errorf("table leading keys %v after a Query of the index alone", got)
+	}
+	query := []string{"dynamodb:Query"}
+	for _, tc := range []struct {
+		name   string
+		policy iam.Policy
+		want   string // in the one error; "" for none
+	}{
+		{"on the index", iam.Policy{{Actions: query, Partitions: []string{"USER#*"}, Index: "gsi1"}}, ""},
+		{"on the table alone", iam.Policy{{Actions: query, Partitions: []string{"USER#*"}}}, "no statement"},
+		{"on other partitions", iam.Policy{{Actions: query, Partitions: []string{"TOKEN#*"}, Index: "gsi1"}}, `"USER#u" of the index gsi1`},
+	} {
+		rec := &recorder{TB: t}
+		s.CheckPolicy(rec, "a role", tc.policy)
+		if tc.want == "" && len(rec.errors) != 0 || tc.want != "" && (len(rec.errors) != 1 || !strings.Contains(rec.errors[0], tc.want)) {
+			t.Errorf("%s: %q, want one error with %q", tc.name, rec.errors, tc.want)
+		}
+	}
+
+	// A Query of the table, which only a statement on the index grants.
+	s.ResetCalls()
+	if _, err := s.Client.Query(ctx, &dynamodb.QueryInput{TableName: &s.Table,
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str("USER#u")}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{TB: t}
+	s.CheckPolicy(rec, "a role", iam.Policy{{Actions: query, Partitions: []string{"USER#*"}, Index: "gsi1"}})
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "dynamodb:Query on the table") {
+		t.Errorf("a Query of the table granted on the index alone: %q", rec.errors)
+	}
+}

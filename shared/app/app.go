@@ -118,8 +118,9 @@ func OpenTable(ctx context.Context, cfg config.Config, opts Options) (*App, erro
 func (a *App) Close() error { return a.Store.Close() }
 
 // Authorizer builds the REST API's REQUEST authorizer of a Lambda function:
-// it only reads tokens and users, so it opens the table and nothing else
-// (no keyring, no KMS client, no embedded store to link).
+// it reads tokens and users, and writes nothing but a token's lastUsedAt
+// (TouchToken), so it opens the table and nothing else (no keyring, no KMS
+// client, no embedded store to link).
 func Authorizer(ctx context.Context) (*auth.Authorizer, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {

@@ -121,6 +121,8 @@ func TestCallCounts(t *testing.T) {
 		{"TouchToken at an earlier time", func() error { return s.TouchToken(ctx, "h-1", now.Add(-time.Minute)) }, "", map[string]int{"UpdateItem": 1}},
 		{"TouchToken absent", func() error { return s.TouchToken(ctx, "h-none", now) }, sshdeck.NotFound, map[string]int{"UpdateItem": 1}},
 		{"Tokens", func() error { _, err := s.Tokens(ctx, "u-1"); return err }, "", map[string]int{"Query": 1}},
+		{"Token", func() error { _, err := s.Token(ctx, "t-1"); return err }, "", map[string]int{"GetItem": 2}},
+		{"Token absent", func() error { _, err := s.Token(ctx, "t-none"); return err }, sshdeck.NotFound, map[string]int{"GetItem": 1}},
 		{"RevokeToken", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2, "TransactWriteItems": 1}},
 		{"RevokeToken again", func() error { _, err := s.RevokeToken(ctx, "t-1", now); return err }, "", map[string]int{"GetItem": 2}},
 		{"CreateTokenWithin", func() error {

@@ -12,6 +12,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/schema"
 )
 
 // TestRouteCalls counts the calls of the route paths that the sample events
@@ -85,14 +86,36 @@ func TestRouteCalls(t *testing.T) {
 
 // callers names, per store method, the functions that call it (README.md,
 // "Calls per route"): TestCallCounts checks each step's calls against the
-// IAM actions of each. The user and token methods but User and TokenByHash
-// serve the admin tooling alone, which has no policy of its own here.
+// IAM policy of each. CreateToken serves the admin tooling alone (and
+// fixtures), which has no policy of its own here.
 var callers = map[string][]string{
-	"Ping":        {"healthz", "tunnel service"},
-	"User":        {"authorizer", "tunnel service"},
+	"Ping": {"healthz", "tunnel service"},
+	"User": {"authorizer", "tunnel service", "get-me", "change-password", "create-totp", "enable-totp", "disable-totp",
+		"update-user", "list-tokens", "create-token"},
 	"TokenByHash": {"authorizer", "tunnel service"},
 	// The authenticator's, on a miss, at most once a minute per token.
 	"TouchToken": {"authorizer", "tunnel service"},
+
+	// The accounts' (shared/accounts, shared/auth.Admin).
+	"UserByName": {"login", "update-user"},
+	"Users":      {"list-users"},
+	"CreateUser": {"create-user"},
+	"UpdateUser": {"update-user"},
+	// Issue, of a login's token and of POST /tokens.
+	"CreateTokenWithin": {"login", "create-token"},
+	// gsi1: the caller's list, and the older tokens a revocation of all
+	// finds there.
+	"Tokens":           {"list-tokens", "change-password", "update-user"},
+	"Token":            {"delete-token"},
+	"RevokeToken":      {"delete-token", "change-password", "update-user"},
+	"RevokeUserTokens": {"change-password", "update-user"},
+	"LoginSecrets": {"login", "get-me", "change-password", "create-totp", "enable-totp", "disable-totp",
+		"list-users", "update-user"},
+	"PutLoginSecrets": {"login", "change-password", "create-totp", "enable-totp", "disable-totp", "create-user"},
+	// The lockout: login's, and that of the routes that take a password
+	// or a TOTP code.
+	"Failures":   {"login", "change-password", "enable-totp", "disable-totp"},
+	"AddFailure": {"login", "change-password", "enable-totp", "disable-totp"},
 
 	"Host":       {"get-host", "update-host", "delete-host", "list-recent-files", "delete-recent-file", "list-shortcuts", "delete-shortcut"},
 	"Hosts":      {"list-hosts"},
@@ -132,11 +155,11 @@ var callers = map[string][]string{
 	"AddKnownHost":       {"tunnel service"},
 }
 
-// granted returns the IAM policy on the table of who: a route, the
-// authorizer or the tunnel service; with its pendingGrants.
+// granted returns the IAM policy of who: a route, the authorizer or the
+// tunnel service.
 func granted(t *testing.T, who string) iam.Policy {
 	t.Helper()
-	return append(policyOf(t, who), pendingGrants[who]...)
+	return policyOf(t, who)
 }
 
 // policyOf is who's policy as shared/store/dynamo/iam has it.
@@ -155,30 +178,9 @@ func policyOf(t *testing.T, who string) iam.Policy {
 	return policy
 }
 
-// pendingGrants are what the store's callers now need that
-// shared/store/dynamo/iam does not grant yet, which the step granting the
-// accounts' calls decides (README.md, "Calls per route"): TouchToken, an
-// UpdateItem of TOKEN#<hash> that the authenticator makes on a miss, at
-// most once a minute per token, in the authorizer and in the tunnel
-// service (which writes no token item so far). Until then IAM refuses the
-// touch in AWS, and the authenticator, touching at best effort, goes on.
-// TestPendingGrants fails once iam grants one: delete it here then.
-var pendingGrants = map[string]iam.Policy{
-	"authorizer":     {{Actions: []string{"dynamodb:UpdateItem"}, Partitions: []string{"TOKEN#*"}}},
-	"tunnel service": {{Actions: []string{"dynamodb:UpdateItem"}, Partitions: []string{"TOKEN#*"}}},
-}
-
-// TestPendingGrants keeps pendingGrants to what iam lacks.
-func TestPendingGrants(t *testing.T) {
-	for who, pending := range pendingGrants {
-		for _, st := range pending {
-			for _, action := range st.Actions {
-				for _, pk := range st.Partitions {
-					if policyOf(t, who).Allows(action, strings.ReplaceAll(pk, "*", "x")) {
-						t.Errorf("iam grants %s %s on %s now: delete it from pendingGrants", who, action, pk)
-					}
-				}
-			}
-		}
+// TestTokenIndex: the index iam grants is the table's.
+func TestTokenIndex(t *testing.T) {
+	if iam.TokenIndex != schema.Index {
+		t.Errorf("iam.TokenIndex %q, the table's index %q", iam.TokenIndex, schema.Index)
 	}
 }

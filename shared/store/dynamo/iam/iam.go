@@ -6,10 +6,12 @@
 // its caller is granted. A new call without its action thus fails a test
 // here, not a request in AWS (AccessDeniedException).
 //
-// The actions are on the table only: no route, nor the authorizer or the
-// tunnel service, reads the index gsi1 (only the store's Tokens does, which
-// none of them calls). shared/store/dynamo/README.md explains each list,
-// call by call.
+// The actions are on the table, but for the routes that list a user's
+// tokens (the store's Tokens, a Query of the index gsi1: list-tokens, and
+// RevokeUserTokens in change-password and update-user), which also get
+// Query on the index (routeIndexQueries, TokenIndex). The authorizer and
+// the tunnel service never read the index. shared/store/dynamo/README.md
+// explains each list, call by call.
 //
 // It imports nothing but the standard library (its tests read
 // shared/routes), so that the CDK module can read it without compiling the
@@ -74,28 +76,96 @@ var routeActions = map[string][]string{
 	// CacheEntry, CountBelow (the deployment's calls to GitHub this
 	// minute) and PutCacheEntry.
 	"releases-feed": {getItem, putItem, updateItem},
+
+	// The accounts' routes (shared/accounts). Failures, AddFailure and
+	// the lockout are per key of LOGINFAIL#<key>: a failed attempt, and
+	// one the lockout refuses, counts on each key of the attempt.
+	//
+	// login: Failures of the name and of the address (GetItem each);
+	// UserByName and LoginSecrets (GetItem each); a failure counted by
+	// AddFailure (UpdateItem, + PutItem when the window had ended) on
+	// each key; with TOTP, PutLoginSecrets of the spent step (PutItem,
+	// also a rehash of a hash of older parameters); the token by
+	// CreateTokenWithin: the user (GetItem), the count of live tokens
+	// (Query), then a transaction of the token's three Puts and the
+	// Update of the user's tokenSeq.
+	"login": {getItem, putItem, query, updateItem},
+	// User, LoginSecrets (whether TOTP is on, whether a password is set).
+	"get-me": {getItem},
+	// User, Failures of the name (GetItem); LoginSecrets, then
+	// PutLoginSecrets (PutItem); a wrong current password counted by
+	// AddFailure (UpdateItem, + PutItem); then RevokeUserTokens: the
+	// listed tokens (Query; the index's Query is in routeIndexQueries),
+	// and per token Token (two GetItem) and a transaction of the token's
+	// Update and the Delete of its listing (a refused one reads the
+	// token again: GetItem).
+	"change-password": {deleteItem, getItem, putItem, query, updateItem},
+	// User, LoginSecrets (GetItem), PutLoginSecrets of the sealed pending
+	// secret (PutItem).
+	"create-totp": {getItem, putItem},
+	// User, Failures of the name, LoginSecrets (GetItem);
+	// PutLoginSecrets (PutItem: disable-totp twice, the spent step then
+	// the secret gone); a wrong code counted by AddFailure (UpdateItem,
+	// + PutItem).
+	"enable-totp":  {getItem, putItem, updateItem},
+	"disable-totp": {getItem, putItem, updateItem},
+	// Users (Query of USERNAMES), LoginSecrets of each (GetItem).
+	"list-users": {getItem, query},
+	// CreateUser: a transaction of the Puts of the name and the user;
+	// PutLoginSecrets (PutItem).
+	"create-user": {putItem},
+	// User (GetItem); per flag UserByName and UpdateUser: GetItem, then a
+	// transaction of the Updates of the user and its name; disabling,
+	// RevokeUserTokens as in change-password (Query, GetItem, Update,
+	// Delete); LoginSecrets of the answer (GetItem).
+	"update-user": {deleteItem, getItem, query, updateItem},
+	// User (GetItem); the tokens are gsi1's Query (routeIndexQueries).
+	"list-tokens": {getItem},
+	// User (GetItem), then CreateTokenWithin as in login (GetItem,
+	// Query, a transaction of three Puts and an Update).
+	"create-token": {getItem, putItem, query, updateItem},
+	// Token (two GetItem: the id, then the token), then RevokeToken:
+	// Token again and a transaction of the token's Update and the Delete
+	// of its listing (refused, a GetItem of the token).
+	"delete-token": {deleteItem, getItem, updateItem},
 }
+
+// TokenIndex is the table's global secondary index, gsi1
+// (shared/store/dynamo/schema.Index): a user's tokens by creation time,
+// under gsi1pk USER#<userId>.
+const TokenIndex = "gsi1"
+
+// routeIndexQueries are the routes whose function queries TokenIndex: the
+// store's Tokens, which list-tokens answers and RevokeUserTokens reads
+// (the tokens of before the listing items, and revoked ones too), in
+// change-password and update-user. Each gets Query on the index alone,
+// on the index partitions of users (routeIndexPartitions).
+var routeIndexQueries = []string{"change-password", "list-tokens", "update-user"}
 
 // RouteActions returns the DynamoDB actions ("dynamodb:GetItem") that the
 // Lambda function of the named route needs on the table, sorted, without
 // duplicates; false for a name outside the route table. The slice is the
-// caller's own.
+// caller's own. A route of routeIndexQueries also has Query on TokenIndex,
+// which RoutePolicy adds.
 func RouteActions(route string) ([]string, bool) {
 	actions, ok := routeActions[route]
 	return slices.Clone(actions), ok
 }
 
 // Authorizer is what the REQUEST authorizer needs on the table: it reads a
-// token by its hash, then its user (TokenByHash, User). Do not modify it.
-var Authorizer = []string{getItem}
+// token by its hash, then its user (TokenByHash, User: GetItem), and on a
+// read of a token whose lastUsedAt is a minute old or more writes it
+// (TouchToken: UpdateItem of TOKEN#<hash>, which AuthorizerPolicy allows
+// there alone). Do not modify it.
+var Authorizer = []string{getItem, updateItem}
 
 // TunnelService is what the tunnel service's task role needs on the table:
 // reads of tunnels, known hosts, tokens and users, the owner's count of
 // tunnels, and Ping (GetItem); the lists and counts (Query); every tunnel
-// write, the lease's and the count's included (UpdateItem); a new known
-// host and a new tunnel (PutItem, the tunnel in a transaction with its
-// count); a tunnel deleted or forgotten (DeleteItem, in a transaction with
-// the count). Do not modify it.
+// write, the lease's and the count's included, and its token checks'
+// TouchToken (UpdateItem); a new known host and a new tunnel (PutItem, the
+// tunnel in a transaction with its count); a tunnel deleted or forgotten
+// (DeleteItem, in a transaction with the count). Do not modify it.
 var TunnelService = []string{deleteItem, getItem, putItem, query, updateItem}
 
 // ReadActions are the actions that only read. ConditionCheckItem reads

@@ -8,13 +8,17 @@ import "slices"
 // does not know: a role gets the kind of partition (every OWNER#…), not one
 // owner's.
 const (
-	ownerPartitions = "OWNER#*" // hosts, host-id counters, file-manager entries, known hosts
-	userPartitions  = "USER#*"  // users, alert dismissals
-	tokenPartitions = "TOKEN#*" // tokens by hash
-	cachePartitions = "CACHE#*" // the releases feed's cache
-	alertsPartition = "ALERTS"  // alerts
-	tunnelPartition = "TUNNELS" // tunnels
-	pingPartition   = "PING"    // the item Ping reads, which never exists
+	ownerPartitions     = "OWNER#*"     // hosts, host-id counters, file-manager entries, known hosts
+	userPartitions      = "USER#*"      // users, their live tokens' listings, alert dismissals; in TokenIndex, a user's tokens
+	userNamesPartition  = "USERNAMES"   // users by name
+	tokenPartitions     = "TOKEN#*"     // tokens by hash
+	tokenIDPartitions   = "TOKENID#*"   // a token's id, pointing at its hash
+	loginPartitions     = "LOGIN#*"     // login secrets: password hashes, sealed TOTP secrets
+	loginFailPartitions = "LOGINFAIL#*" // windows of failed logins
+	cachePartitions     = "CACHE#*"     // the releases feed's cache
+	alertsPartition     = "ALERTS"      // alerts
+	tunnelPartition     = "TUNNELS"     // tunnels
+	pingPartition       = "PING"        // the item Ping reads, which never exists
 )
 
 // Statement is one statement of a role's policy on the table: Actions,
@@ -23,20 +27,55 @@ const (
 type Statement struct {
 	Actions    []string
 	Partitions []string
+	// Index is the global secondary index the statement is on (its
+	// resource the table's ARN followed by /index/<Index>), "" for the
+	// table itself. A grant on the table covers no index, and one on an
+	// index no item of the table. On an index the partitions are of the
+	// index's partition key (gsi1pk), the one a Query of it names.
+	Index string
 }
 
-// Policy is a role's statements on the table. A call is allowed when one
-// statement has its action and a pattern matching its partition key.
+// Policy is a role's statements on the table and its index. A call is
+// allowed when one statement on what it reads (the table, or the index it
+// names) has its action and a pattern matching its partition key.
 type Policy []Statement
 
-// Allows says whether the policy allows action on an item of partition pk.
-func (p Policy) Allows(action, pk string) bool {
+// Allows says whether the policy allows action on an item of the table's
+// partition pk.
+func (p Policy) Allows(action, pk string) bool { return p.AllowsOn("", action, pk) }
+
+// AllowsOn says whether the policy allows action on partition pk of the
+// index ("" for the table).
+func (p Policy) AllowsOn(index, action, pk string) bool {
 	for _, st := range p {
-		if slices.Contains(st.Actions, action) && matches(st.Partitions, pk) {
+		if st.Index == index && slices.Contains(st.Actions, action) && matches(st.Partitions, pk) {
 			return true
 		}
 	}
 	return false
+}
+
+// Grants says whether some statement of the policy on the index ("" for
+// the table) has the action, on whatever partitions.
+func (p Policy) Grants(index, action string) bool {
+	for _, st := range p {
+		if st.Index == index && slices.Contains(st.Actions, action) {
+			return true
+		}
+	}
+	return false
+}
+
+// Indexes is every index the policy names, sorted, without duplicates.
+func (p Policy) Indexes() []string {
+	var all []string
+	for _, st := range p {
+		if st.Index != "" {
+			all = append(all, st.Index)
+		}
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 // Actions is every action of the policy, sorted, without duplicates.
@@ -110,28 +149,74 @@ var routePartitions = map[string][]string{
 	"delete-alert":  {alertsPartition},
 
 	"releases-feed": {cachePartitions},
+
+	// The accounts' routes. Login secrets (LOGIN#*) are the business of
+	// these alone: the routes that log in, change or show them.
+	//
+	// login: the failure windows of the name and the address, the user
+	// by name, their login secrets, and the token it issues (at its
+	// hash, its id, its listing and the user's tokenSeq in USER#<id>).
+	"login":           {loginFailPartitions, userNamesPartition, loginPartitions, userPartitions, tokenPartitions, tokenIDPartitions},
+	"get-me":          {userPartitions, loginPartitions},
+	"change-password": {userPartitions, loginFailPartitions, loginPartitions, tokenPartitions, tokenIDPartitions},
+	"create-totp":     {userPartitions, loginPartitions},
+	"enable-totp":     {userPartitions, loginFailPartitions, loginPartitions},
+	"disable-totp":    {userPartitions, loginFailPartitions, loginPartitions},
+	"list-users":      {userNamesPartition, loginPartitions},
+	"create-user":     {userNamesPartition, userPartitions, loginPartitions},
+	// The user at its id and its name; disabling revokes its tokens
+	// (TOKENID#, TOKEN#, the listings in USER#).
+	"update-user": {userPartitions, userNamesPartition, loginPartitions, tokenPartitions, tokenIDPartitions},
+	"list-tokens": {userPartitions},
+	// The caller (USER#) and the token it issues.
+	"create-token": {userPartitions, tokenPartitions, tokenIDPartitions},
+	// The token's id, the token, and its listing in USER#<owner>.
+	"delete-token": {tokenIDPartitions, tokenPartitions, userPartitions},
 }
 
-// RoutePolicy is what the Lambda function of the named route may do on the
-// table: its actions (RouteActions) on its partitions. False for a name
-// outside the route table.
+// routeIndexPartitions are the index partitions a route of
+// routeIndexQueries queries: USER#<userId>, the gsi1pk of a user's tokens.
+var routeIndexPartitions = []string{userPartitions}
+
+// RoutePolicy is what the Lambda function of the named route may do: its
+// actions (RouteActions) on its partitions of the table, and, for a route
+// that lists a user's tokens (routeIndexQueries), Query on TokenIndex's
+// partitions of users. False for a name outside the route table.
 func RoutePolicy(route string) (Policy, bool) {
 	actions, ok := RouteActions(route)
 	if !ok {
 		return nil, false
 	}
-	return Policy{{Actions: actions, Partitions: slices.Clone(routePartitions[route])}}, true
+	p := Policy{{Actions: actions, Partitions: slices.Clone(routePartitions[route])}}
+	if slices.Contains(routeIndexQueries, route) {
+		p = append(p, Statement{Actions: []string{query}, Partitions: slices.Clone(routeIndexPartitions), Index: TokenIndex})
+	}
+	return p, true
 }
 
 // AuthorizerPolicy is what the REQUEST authorizer may do: read a token by
-// its hash, then its user.
+// its hash, then its user; and write the token's lastUsedAt (TouchToken),
+// an UpdateItem of TOKEN#<hash>: its one write, on tokens alone.
 func AuthorizerPolicy() Policy {
-	return Policy{{Actions: slices.Clone(Authorizer), Partitions: []string{tokenPartitions, userPartitions}}}
+	var reads, writes []string
+	for _, a := range Authorizer {
+		if slices.Contains(ReadActions, a) {
+			reads = append(reads, a)
+		} else {
+			writes = append(writes, a)
+		}
+	}
+	return Policy{
+		{Actions: reads, Partitions: []string{tokenPartitions, userPartitions}},
+		{Actions: writes, Partitions: []string{tokenPartitions}},
+	}
 }
 
 // TunnelServicePolicy is what the tunnel service's task role may do: read
 // tunnels, known hosts, tokens and users (its token checks), and Ping; write
-// tunnels and known hosts only. It can write no user or token item.
+// tunnels and known hosts; and, of tokens, their lastUsedAt (its token
+// checks' TouchToken: UpdateItem of TOKEN#<hash>). It can write no user, and
+// no token but by that UpdateItem.
 func TunnelServicePolicy() Policy {
 	var reads, writes []string
 	for _, a := range TunnelService {
@@ -144,5 +229,6 @@ func TunnelServicePolicy() Policy {
 	return Policy{
 		{Actions: reads, Partitions: []string{pingPartition, tunnelPartition, ownerPartitions, tokenPartitions, userPartitions}},
 		{Actions: writes, Partitions: []string{tunnelPartition, ownerPartitions}},
+		{Actions: []string{updateItem}, Partitions: []string{tokenPartitions}},
 	}
 }

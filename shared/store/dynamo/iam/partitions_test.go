@@ -9,12 +9,24 @@ import (
 )
 
 // TestEveryRouteHasPartitions: every route's policy names the partitions
-// it may touch, and every list here belongs to a route.
+// it may touch on the table, and those of TokenIndex for a route that
+// queries it; every list here belongs to a route.
 func TestEveryRouteHasPartitions(t *testing.T) {
 	for _, r := range routes.All {
 		p, ok := RoutePolicy(r.Name)
-		if !ok || len(p) != 1 || len(p[0].Partitions) == 0 || len(p[0].Actions) == 0 {
+		want := 1
+		if slices.Contains(routeIndexQueries, r.Name) {
+			want = 2
+		}
+		if !ok || len(p) != want || p[0].Index != "" || len(p[0].Partitions) == 0 || len(p[0].Actions) == 0 {
 			t.Errorf("route %s: policy %v", r.Name, p)
+			continue
+		}
+		if want == 2 && (p[1].Index != TokenIndex || !slices.Equal(p[1].Actions, []string{query}) || !slices.Equal(p[1].Partitions, []string{userPartitions})) {
+			t.Errorf("route %s: its statement on the index is %+v, want Query of %s on USER#*", r.Name, p[1], TokenIndex)
+		}
+		if got := p.Indexes(); want == 1 && len(got) != 0 {
+			t.Errorf("route %s names the indexes %v", r.Name, got)
 		}
 	}
 	for name := range routePartitions {
@@ -72,18 +84,25 @@ func TestAllows(t *testing.T) {
 }
 
 // TestTunnelServiceWritesNoUserOrToken: the tunnel service reads users and
-// tokens (its token checks) but may write neither, whatever its actions.
+// tokens (its token checks) but may write no user, and of a token only its
+// lastUsedAt (TouchToken: UpdateItem), whatever its actions.
 func TestTunnelServiceWritesNoUserOrToken(t *testing.T) {
 	p := TunnelServicePolicy()
 	if !slices.Equal(p.Actions(), TunnelService) {
 		t.Errorf("the policy's actions %v, iam.TunnelService %v", p.Actions(), TunnelService)
 	}
-	for _, pk := range []string{"USER#usr_1", "TOKEN#abc", "USERNAMES", "TOKENID#tok_1", "ALERTS", "CACHE#x"} {
+	for _, pk := range []string{"USER#usr_1", "TOKEN#abc", "USERNAMES", "TOKENID#tok_1", "LOGIN#usr_1", "LOGINFAIL#name:x", "ALERTS", "CACHE#x"} {
 		for _, a := range TunnelService {
-			if !slices.Contains(ReadActions, a) && p.Allows(a, pk) {
+			if !slices.Contains(ReadActions, a) && p.Allows(a, pk) && (a != updateItem || pk != "TOKEN#abc") {
 				t.Errorf("the tunnel service may %s on %s", a, pk)
 			}
 		}
+	}
+	if !p.Allows(updateItem, "TOKEN#abc") {
+		t.Error("the tunnel service may not touch a token (UpdateItem of TOKEN#<hash>)")
+	}
+	if got := p.Indexes(); len(got) != 0 {
+		t.Errorf("the tunnel service may read the indexes %v", got)
 	}
 	for _, pk := range []string{"USER#usr_1", "TOKEN#abc", "TUNNELS", "OWNER#usr_1", "PING"} {
 		if !p.Allows("dynamodb:GetItem", pk) {
@@ -116,5 +135,62 @@ func TestLike(t *testing.T) {
 		if got := like(tc.pattern, tc.s); got != tc.want {
 			t.Errorf("like(%q, %q) = %t, want %t", tc.pattern, tc.s, got, tc.want)
 		}
+	}
+}
+
+// TestLoginSecretsOnlyForAccounts: no role but the functions of the routes
+// of logins and users (/auth/…, /users…) reaches LOGIN#* (password
+// hashes, sealed TOTP secrets); only login and the routes that take a
+// password or a TOTP code (which count failures under the name's lockout)
+// reach LOGINFAIL#*.
+func TestLoginSecretsOnlyForAccounts(t *testing.T) {
+	counting := []string{"login", "change-password", "enable-totp", "disable-totp"}
+	policies := map[string]Policy{"authorizer": AuthorizerPolicy(), "tunnel service": TunnelServicePolicy()}
+	accounts := map[string]bool{}
+	for _, r := range routes.All {
+		policies[r.Name], _ = RoutePolicy(r.Name)
+		accounts[r.Name] = strings.HasPrefix(r.Path, "/auth/") || r.Path == "/users" || strings.HasPrefix(r.Path, "/users/")
+	}
+	for who, p := range policies {
+		for _, a := range p.Actions() {
+			if p.Allows(a, "LOGIN#usr_1") && !accounts[who] {
+				t.Errorf("%s may %s on LOGIN#usr_1", who, a)
+			}
+			if p.Allows(a, "LOGINFAIL#name:x") && !slices.Contains(counting, who) {
+				t.Errorf("%s may %s on LOGINFAIL#name:x", who, a)
+			}
+		}
+	}
+	for _, name := range counting {
+		if p := policies[name]; !p.Allows("dynamodb:UpdateItem", "LOGINFAIL#name:x") || !p.Allows("dynamodb:GetItem", "LOGINFAIL#name:x") {
+			t.Errorf("%s may not count a failure (GetItem and UpdateItem of LOGINFAIL#<key>)", name)
+		}
+	}
+}
+
+// TestIndex: a statement on TokenIndex allows nothing on the table, nor
+// one on the table anything on the index.
+func TestIndex(t *testing.T) {
+	p, _ := RoutePolicy("list-tokens")
+	for _, tc := range []struct {
+		index, action, pk string
+		want              bool
+	}{
+		{TokenIndex, "dynamodb:Query", "USER#usr_1", true},
+		{TokenIndex, "dynamodb:Query", "TOKEN#h", false},
+		{"", "dynamodb:Query", "USER#usr_1", false},
+		{"", "dynamodb:GetItem", "USER#usr_1", true},
+		{TokenIndex, "dynamodb:GetItem", "USER#usr_1", false},
+		{"other", "dynamodb:Query", "USER#usr_1", false},
+	} {
+		if got := p.AllowsOn(tc.index, tc.action, tc.pk); got != tc.want {
+			t.Errorf("AllowsOn(%q, %s, %s) = %t, want %t", tc.index, tc.action, tc.pk, got, tc.want)
+		}
+	}
+	if !p.Grants(TokenIndex, "dynamodb:Query") || p.Grants("", "dynamodb:Query") || p.Grants(TokenIndex, "dynamodb:GetItem") {
+		t.Errorf("Grants of %v", p)
+	}
+	if got := p.Indexes(); !slices.Equal(got, []string{TokenIndex}) {
+		t.Errorf("Indexes() = %v", got)
 	}
 }
