@@ -84,6 +84,25 @@ const functionTimeout float64 = 15
 // 30 s to leave; twice that, and a margin.
 const streamTimeout float64 = 90
 
+// memoryOf is a function's memory in MB, which buys CPU in proportion
+// (a full vCPU at 1769 MB). 256 MB buys twice the CPU of 128 MB, which
+// halves a cold start's TLS and JSON work. The routes that hash passwords
+// get 1024 MB: an argon2id hash (19 MiB, t=2, p=1) costs 19-20 ms of a full
+// amd64 core, but 35-42 ms for the first logins of a fresh container (the
+// process faults the 19 MiB in: bench/lambdabench's answer CPU), which at
+// 256 MB's share (256/1769 of a vCPU) is 250-290 ms, past the 250 ms a
+// login may take; arm64 runs argon2's generic Go code, slower still, and
+// change-password hashes twice. At 1024 MB (0.58 vCPU) the first login is
+// some 60-75 ms here. Memory itself is far from the limit: the login
+// bootstrap peaks at about 50 MB after four logins.
+func memoryOf(name string) float64 {
+	switch name {
+	case "login", "change-password", "create-user":
+		return 1024
+	}
+	return 256
+}
+
 // newFunction is the function build/<name>/bootstrap (make build): arm64 on
 // provided.al2023, its own role and its own log group, timing out after
 // timeout seconds.
@@ -111,21 +130,7 @@ func newFunction(scope constructs.Construct, cfg Config, name string, env map[st
 		Architecture: awslambda.Architecture_ARM_64(),
 		Handler:      jsii.String("bootstrap"),
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
-		// 256 MB buys twice the CPU of 128 MB (Lambda gives CPU in
-		// proportion), which halves a cold start's TLS and JSON work.
-		// Login keeps it too. Its memory is far from the limit: an
-		// argon2id hash takes 19 MiB (t=2, p=1; at most two at once,
-		// auth's limit), and the login bootstrap peaks at some 50 MB
-		// after four logins (bench/lambdabench's peak RSS). What a login
-		// needs is CPU: a hash costs about 20 ms of a full core (amd64),
-		// some 135 ms at 256 MB's share (256/1769 of a vCPU), under the
-		// 250 ms a login may take; but the first one or two logins of a
-		// fresh container cost 35-40 ms (the process faults the 19 MiB
-		// in), some 250-270 ms at 256 MB, and arm64 runs argon2's
-		// generic code. More memory buys CPU in proportion (512 MB
-		// halves those times): the cold-start bench reports login's
-		// answer CPU against the 250 ms goal, to decide on.
-		MemorySize:  jsii.Number(256),
+		MemorySize:  jsii.Number(memoryOf(name)),
 		Timeout:     awscdk.Duration_Seconds(jsii.Number(timeout)),
 		Role:        role,
 		LogGroup:    logs,

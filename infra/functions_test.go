@@ -121,3 +121,18 @@ func TestFunctionCode(t *testing.T) {
 		keys[key] = name
 	}
 }
+
+// TestPasswordRoutesGetMoreCPU: the routes that hash passwords (argon2id)
+// get 1024 MB, for the CPU that buys (memoryOf); every other function 256.
+func TestPasswordRoutesGetMoreCPU(t *testing.T) {
+	s := synthDefault(t)
+	for name, id := range s.functionIDs(t) {
+		want := 256.0
+		if name == "login" || name == "change-password" || name == "create-user" {
+			want = 1024
+		}
+		if got := s.Resources[id].Properties["MemorySize"]; got != want {
+			t.Errorf("function %s: MemorySize %v, want %v", name, got, want)
+		}
+	}
+}
