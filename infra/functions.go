@@ -130,12 +130,12 @@ func newFunction(scope constructs.Construct, cfg Config, name string, env map[st
 		Architecture: awslambda.Architecture_ARM_64(),
 		Handler:      jsii.String("bootstrap"),
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.Root, "build", name)), nil),
-		MemorySize:  jsii.Number(memoryOf(name)),
-		Timeout:     awscdk.Duration_Seconds(jsii.Number(timeout)),
-		Role:        role,
-		LogGroup:    logs,
-		Tracing:     awslambda.Tracing_ACTIVE,
-		Environment: &vars,
+		MemorySize:   jsii.Number(memoryOf(name)),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeout)),
+		Role:         role,
+		LogGroup:     logs,
+		Tracing:      awslambda.Tracing_ACTIVE,
+		Environment:  &vars,
 	})
 }
 

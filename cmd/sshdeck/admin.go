@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,7 +26,7 @@ type admin interface {
 	SetDisabled(ctx context.Context, name string, disabled bool) (*sshdeck.User, []*sshdeck.Token, error)
 	SetAdmin(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error)
 	SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error)
-	CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error)
+	CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (string, *sshdeck.Token, error)
 	Tokens(ctx context.Context, userName string) ([]auth.TokenInfo, error)
 	RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error)
 	RevokeAll(ctx context.Context, userName string) ([]auth.TokenInfo, error)
@@ -89,11 +90,19 @@ func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	user := fs.String("user", "", "name of the user the token acts as (required)")
 	ttl := fs.Duration("ttl", 720*time.Hour, "how long the token is valid; 0 never expires")
 	label := fs.String("name", "", "a label to recognise the token by")
+	scopeList := fs.String("scope", "", "comma-separated scopes (hosts:read,…); default every scope of the user")
 	return runAdmin(ctx, fs, &cfg, args, 0, func(a admin, _ []string) error {
 		if *user == "" {
 			return fmt.Errorf("%w: --user is required", errUsage)
 		}
-		bearer, t, err := a.CreateToken(ctx, *user, *label, *ttl)
+		var scopes []sshdeck.Scope
+		if *scopeList != "" {
+			var err error
+			if scopes, err = sshdeck.ParseScopes(strings.Split(*scopeList, ",")); err != nil {
+				return err
+			}
+		}
+		bearer, t, err := a.CreateScopedToken(ctx, *user, *label, scopes, *ttl)
 		if err != nil {
 			return err
 		}
@@ -102,7 +111,7 @@ func tokenCreateCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 			expires = t.ExpiresAt.Format(time.RFC3339)
 		}
 		// The token alone on stdout, so that $(sshdeck token create ...) works.
-		fmt.Fprintf(stderr, "token %s for user %s, expires %s\n", t.ID, *user, expires)
+		fmt.Fprintf(stderr, "token %s for user %s, scopes %s, expires %s\n", t.ID, *user, sshdeck.JoinScopes(t.Scopes, ","), expires)
 		fmt.Fprintln(stdout, bearer)
 		return nil
 	})

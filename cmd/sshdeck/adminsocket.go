@@ -43,9 +43,10 @@ type userRequest struct {
 }
 
 type tokenRequest struct {
-	User string        `json:"user"`
-	Name string        `json:"name"`
-	TTL  time.Duration `json:"ttl"`
+	User   string          `json:"user"`
+	Name   string          `json:"name"`
+	Scopes []sshdeck.Scope `json:"scopes"`
+	TTL    time.Duration   `json:"ttl"`
 }
 
 type tokenResponse struct {
@@ -106,7 +107,7 @@ func adminHandler(a *storeAdmin) http.Handler {
 		return a.RevokeAll(ctx, req.Name)
 	}))
 	mux.HandleFunc("POST /tokens", adminOp(func(ctx context.Context, req tokenRequest) (any, error) {
-		bearer, t, err := a.CreateToken(ctx, req.User, req.Name, req.TTL)
+		bearer, t, err := a.CreateScopedToken(ctx, req.User, req.Name, req.Scopes, req.TTL)
 		return tokenResponse{bearer, t}, err
 	}))
 	mux.HandleFunc("POST /tokens/revoke", adminOp(func(ctx context.Context, req revokeRequest) (any, error) {
@@ -227,9 +228,9 @@ func (c *adminClient) RevokeAll(ctx context.Context, userName string) ([]auth.To
 	return list, err
 }
 
-func (c *adminClient) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {
+func (c *adminClient) CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (string, *sshdeck.Token, error) {
 	var resp tokenResponse
-	err := c.call(ctx, "/tokens", tokenRequest{userName, label, ttl}, &resp)
+	err := c.call(ctx, "/tokens", tokenRequest{userName, label, scopes, ttl}, &resp)
 	return resp.Bearer, resp.Token, err
 }
 

@@ -398,10 +398,19 @@ func TestAdminCommandsOnADynamoDBTable(t *testing.T) {
 	// The user and token commands of the table: a listing, revoke --all,
 	// disable (which refuses new tokens), enable, set-admin.
 	run(true, "token", "create", "--user", "ops", "--name", "ci")
+	// A token with chosen scopes; an unknown one is refused, naming it.
+	scoped, _ := run(true, "token", "create", "--user", "ops", "--name", "inventory", "--scope", "hosts:read,files:read")
+	if st, err := store.TokenByHash(t.Context(), auth.HashToken(strings.TrimSpace(scoped))); err != nil ||
+		sshdeck.JoinScopes(st.Scopes, " ") != "hosts:read files:read" {
+		t.Fatalf("token create --scope: %+v, %v", st, err)
+	}
+	if _, stderr := run(false, "token", "create", "--user", "ops", "--scope", "hosts:read,hosts:delete"); !strings.Contains(stderr, `"hosts:delete"`) {
+		t.Fatalf("an unknown scope: %s", stderr)
+	}
 	if out, _ := run(true, "token", "list", "--user", "ops"); !strings.Contains(out, tok.ID) || !strings.Contains(out, "  ci  ") {
 		t.Fatalf("token list on the table:\n%s", out)
 	}
-	if out, _ := run(true, "token", "revoke", "--all", "--user", "ops"); !strings.Contains(out, "revoked 1 token(s) of user ops") {
+	if out, _ := run(true, "token", "revoke", "--all", "--user", "ops"); !strings.Contains(out, "revoked 2 token(s) of user ops") {
 		t.Fatalf("revoke --all on the table: %s", out)
 	}
 	run(true, "user", "disable", "ops")

@@ -26,7 +26,8 @@ Usage:
   sshdeck user set-admin NAME [--admin=false] [--data DIR | --table TABLE]
   sshdeck user passwd NAME [--data DIR | --table TABLE]   (password on stdin
         or asked on the terminal; the user then logs in with POST /auth/login)
-  sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--data DIR | --table TABLE]
+  sshdeck token create --user NAME [--ttl 720h] [--name LABEL] [--scope S,…]
+        [--data DIR | --table TABLE]
   sshdeck token list [--user NAME] [--data DIR | --table TABLE]
   sshdeck token revoke ID [--data DIR | --table TABLE]
   sshdeck token revoke --all --user NAME [--data DIR | --table TABLE]

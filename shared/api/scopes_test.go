@@ -16,12 +16,7 @@ import (
 // token is made (auth.Admin.Issue).
 func (e *env) issue(name string, scopes ...sshdeck.Scope) string {
 	e.t.Helper()
-	ctx := context.Background()
-	u, err := e.store.UserByName(ctx, name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	bearer, _, err := e.admin.Issue(ctx, u, "scoped", scopes, 0)
+	bearer, _, err := e.admin.CreateScopedToken(context.Background(), name, "scoped", scopes, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

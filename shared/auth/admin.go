@@ -56,11 +56,20 @@ func (a *Admin) AddUser(ctx context.Context, name string, admin bool) (*sshdeck.
 // user (the admin commands' tokens). ttl 0 means it never expires. The
 // returned bearer string is shown once and never stored.
 func (a *Admin) CreateToken(ctx context.Context, userName, label string, ttl time.Duration) (string, *sshdeck.Token, error) {
+	return a.CreateScopedToken(ctx, userName, label, nil, ttl)
+}
+
+// CreateScopedToken is CreateToken with the given scopes; nil means every
+// scope of the user.
+func (a *Admin) CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (string, *sshdeck.Token, error) {
 	u, err := a.store.UserByName(ctx, userName)
 	if err != nil {
 		return "", nil, err
 	}
-	return a.Issue(ctx, u, label, sshdeck.UserScopes(u.Admin), ttl)
+	if scopes == nil {
+		scopes = sshdeck.UserScopes(u.Admin)
+	}
+	return a.Issue(ctx, u, label, scopes, ttl)
 }
 
 // maxTokenName bounds a token's label.
