@@ -621,3 +621,30 @@ func TestDisableUser(t *testing.T) {
 	wantError(t, e.sendJSON("PATCH", e.root, "/users/usr_0000000000000000", map[string]any{"disabled": true}), http.StatusNotFound, sshdeck.NotFound)
 	wantError(t, e.sendJSON("PATCH", e.alice, "/users/"+bob, map[string]any{"disabled": true}), http.StatusForbidden, sshdeck.Forbidden, `"admin"`)
 }
+
+// TestAccountSecretsStayOutOfTheLogs: after logins (right, wrong, with
+// TOTP), a password change, TOTP on and a token made, the server's log
+// holds no password or TOTP secret, nor any bearer token. (Not the code:
+// six digits may stand in a latency or an id by chance.)
+func TestAccountSecretsStayOutOfTheLogs(t *testing.T) {
+	e := newEnv(t)
+	e.setPassword("alice", alicePassword)
+	secret := e.enableTOTP(e.alice)
+	code := totpCode(t, secret, e.clock())
+	e.login("alice", "a wrong password 123", code)
+	login := e.loginToken("alice", alicePassword, code)
+	const next = "the next passphrase 42"
+	e.sendJSON("POST", login.Token, "/users/me/password", map[string]string{"current": alicePassword, "new": next})
+	made := e.sendJSON("POST", login.Token, "/tokens", map[string]any{"name": "ci", "scopes": []string{"hosts:read"}})
+	var created accounts.CreatedToken
+	made.json(t, &created)
+	logs := e.logs.String()
+	if !strings.Contains(logs, "/auth/login") {
+		t.Fatalf("the log has no request line of a login: %s", logs)
+	}
+	for _, secret := range []string{alicePassword, "a wrong password 123", next, secret, login.Token, created.Token, e.alice} {
+		if secret != "" && strings.Contains(logs, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs)
+		}
+	}
+}
