@@ -76,29 +76,33 @@ var replay = map[string]struct {
 
 	// alice logs in with her password (no TOTP: hers waits for its first
 	// code): the failure windows of her name and of the address (read,
-	// none), her user by name and her login secrets, then the token with
-	// every scope of hers: the user, the count of her live tokens, the
-	// transaction of the token's items.
-	"login": {status: http.StatusOK, calls: map[string]int{"GetItem": 5, "Query": 1, "TransactWriteItems": 1},
+	// none), her user by name and her login secrets, the two windows read
+	// again once the password matched (a burst of failures meanwhile
+	// locks her out still), then the token with every scope of hers: the
+	// user, the count of her live tokens, the transaction of the token's
+	// items.
+	"login": {status: http.StatusOK, calls: map[string]int{"GetItem": 7, "Query": 1, "TransactWriteItems": 1},
 		body: `{"token":"<token>","id":"<new id>","expiresAt":"<time>","scopes":` + aliceScopes + `}`},
 	"get-me": {status: http.StatusOK, calls: map[string]int{"GetItem": 2},
 		body: `{"id":"usr_5f1c2a7e9b3d4c60","username":"alice","admin":false,"disabled":false,"createdAt":"<time>","totp":false,"hasPassword":true,"scopes":` + aliceScopes + `}`},
-	// The user, the failures of her name, the secrets, the new hash; then
-	// her other tokens revoked (tok_ci; tok_valid, the caller's, stays):
-	// the listed ones and gsi1's (2 Query), tok_ci read (2 GetItem) and
-	// revoked (a transaction).
-	"change-password": {status: http.StatusOK, calls: map[string]int{"GetItem": 5, "PutItem": 1, "Query": 2, "TransactWriteItems": 1},
+	// The user, the failures of her name, the secrets, the failures again
+	// once the current password matched, the new hash; then her other
+	// tokens revoked (tok_ci; tok_valid, the caller's, stays): the listed
+	// ones and gsi1's (2 Query), tok_ci read (2 GetItem) and revoked (a
+	// transaction).
+	"change-password": {status: http.StatusOK, calls: map[string]int{"GetItem": 6, "PutItem": 1, "Query": 2, "TransactWriteItems": 1},
 		body: `{"message":"Password changed"}`},
 	// The user, the secrets, the sealed new secret (pending).
 	"create-totp": {status: http.StatusOK, calls: map[string]int{"GetItem": 2, "PutItem": 1},
 		body: `{"secret":"<totp secret>","url":"<otpauth url>"}`},
-	// The user, the failures of her name, the secrets, then the secrets
-	// with TOTP on (the step of the code spent with it).
-	"enable-totp": {status: http.StatusOK, calls: map[string]int{"GetItem": 3, "PutItem": 1},
+	// The user, the failures of her name, the secrets, the failures again
+	// once the code matched, then the secrets with TOTP on (the step of
+	// the code spent with it).
+	"enable-totp": {status: http.StatusOK, calls: map[string]int{"GetItem": 4, "PutItem": 1},
 		body: `{"message":"TOTP enabled"}`},
-	// root's, as enable-totp's, but two puts: the code's step spent, then
-	// the secret gone.
-	"disable-totp": {status: http.StatusOK, calls: map[string]int{"GetItem": 3, "PutItem": 2},
+	// root's, as enable-totp's: one put spends the code's step and turns
+	// TOTP off.
+	"disable-totp": {status: http.StatusOK, calls: map[string]int{"GetItem": 4, "PutItem": 1},
 		body: `{"message":"TOTP disabled"}`},
 	// The users by name, and the login secrets of each.
 	"list-users": {status: http.StatusOK, calls: map[string]int{"Query": 1, "GetItem": 2},
