@@ -84,23 +84,14 @@ const functionTimeout float64 = 15
 // 30 s to leave; twice that, and a margin.
 const streamTimeout float64 = 90
 
-// memoryOf is a function's memory in MB, which buys CPU in proportion
-// (a full vCPU at 1769 MB). 256 MB buys twice the CPU of 128 MB, which
-// halves a cold start's TLS and JSON work. The routes that hash passwords
-// get 1024 MB: an argon2id hash (19 MiB, t=2, p=1) costs 19-20 ms of a full
-// amd64 core, but 35-42 ms for the first logins of a fresh container (the
-// process faults the 19 MiB in: bench/lambdabench's answer CPU), which at
-// 256 MB's share (256/1769 of a vCPU) is 250-290 ms, past the 250 ms a
-// login may take; arm64 runs argon2's generic Go code, slower still, and
-// change-password hashes twice. At 1024 MB (0.58 vCPU) the first login is
-// some 60-75 ms here. Memory itself is far from the limit: the login
-// bootstrap peaks at about 50 MB after four logins.
+// memoryOf is a function's memory in MB: its route's (routes.Route.MemoryMB,
+// which says why the routes that hash passwords get more), the default for
+// the authorizer.
 func memoryOf(name string) float64 {
-	switch name {
-	case "login", "change-password", "create-user":
-		return 1024
+	if r, ok := routes.ByName(name); ok {
+		return float64(r.MemoryMB())
 	}
-	return 256
+	return routes.DefaultMemoryMB
 }
 
 // newFunction is the function build/<name>/bootstrap (make build): arm64 on

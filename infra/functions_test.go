@@ -122,8 +122,9 @@ func TestFunctionCode(t *testing.T) {
 	}
 }
 
-// TestPasswordRoutesGetMoreCPU: the routes that hash passwords (argon2id)
-// get 1024 MB, for the CPU that buys (memoryOf); every other function 256.
+// TestPasswordRoutesGetMoreCPU: the routes that hash passwords (argon2id:
+// login, change-password, create-user) get 1024 MB, for the CPU that buys
+// (routes.Route.MemoryMB); every other function 256.
 func TestPasswordRoutesGetMoreCPU(t *testing.T) {
 	s := synthDefault(t)
 	for name, id := range s.functionIDs(t) {

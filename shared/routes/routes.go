@@ -46,6 +46,10 @@ type Route struct {
 	// Credentials: the route seals or opens credential fields, so it needs
 	// the data key (kms:Decrypt, kms:GenerateDataKey in AWS).
 	Credentials bool
+	// Argon2: the route hashes a password (argon2id: 19 MiB and some 20-40
+	// ms of a full core), so its function gets PasswordMemoryMB rather
+	// than DefaultMemoryMB, for the CPU that memory buys (MemoryMB).
+	Argon2 bool
 	// Stream: in AWS the route's answer is streamed (API Gateway's
 	// responseTransferMode STREAM, InvokeWithResponseStream): it may pass
 	// Lambda's 6 MB limit on a buffered response (up to Lambda's 200 MB),
@@ -95,14 +99,14 @@ var All = []Route{
 
 	// Login reads the user and their credentials (the TOTP secret is
 	// sealed), counts failures and writes the token it issues.
-	{Name: "login", Method: "POST", Path: "/auth/login", Public: true, Access: Write, Credentials: true},
+	{Name: "login", Method: "POST", Path: "/auth/login", Public: true, Access: Write, Credentials: true, Argon2: true},
 	{Name: "get-me", Method: "GET", Path: "/users/me", Scope: anyScope, Access: Read},
-	{Name: "change-password", Method: "POST", Path: "/users/me/password", Scope: tokens, Access: Write},
+	{Name: "change-password", Method: "POST", Path: "/users/me/password", Scope: tokens, Access: Write, Argon2: true},
 	{Name: "create-totp", Method: "POST", Path: "/users/me/totp", Scope: tokens, Access: Write, Credentials: true},
 	{Name: "enable-totp", Method: "POST", Path: "/users/me/totp/enable", Scope: tokens, Access: Write, Credentials: true},
 	{Name: "disable-totp", Method: "DELETE", Path: "/users/me/totp", Scope: tokens, Access: Write, Credentials: true},
 	{Name: "list-users", Method: "GET", Path: "/users", Scope: admin, Access: Read},
-	{Name: "create-user", Method: "POST", Path: "/users", Scope: admin, Access: Write},
+	{Name: "create-user", Method: "POST", Path: "/users", Scope: admin, Access: Write, Argon2: true},
 	{Name: "update-user", Method: "PATCH", Path: "/users/{id}", Scope: admin, Access: Write},
 	{Name: "list-tokens", Method: "GET", Path: "/tokens", Scope: tokens, Access: Read},
 	{Name: "create-token", Method: "POST", Path: "/tokens", Scope: tokens, Access: Write},
@@ -120,6 +124,27 @@ var Tunnel = []Route{
 	{Name: "tunnel-status", Method: "GET", Path: "/ssh/tunnel/status", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
 	{Name: "tunnel-status-one", Method: "GET", Path: "/ssh/tunnel/status/{name...}", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
 	{Name: "tunnel-status-stream", Method: "GET", Path: "/ssh/tunnel/status/stream", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
+}
+
+// The memory of a route's Lambda function, in MB. Lambda gives CPU in
+// proportion to memory (a full vCPU at 1769 MB): 256 MB buys twice the
+// CPU of 128 MB, which halves a cold start's TLS and JSON work; a route
+// that hashes passwords gets 1024 MB, because the first login of a fresh
+// container costs 35-42 ms of a full core here (the hash, and the process
+// faulting in its 19 MiB), 250-290 ms at 256 MB's share, past the 250 ms
+// a login may take, and arm64 runs argon2's generic Go code. The
+// cold-start bench (bench/lambdabench) reports it at both.
+const (
+	DefaultMemoryMB  = 256
+	PasswordMemoryMB = 1024
+)
+
+// MemoryMB is the memory of the route's function.
+func (r Route) MemoryMB() int {
+	if r.Argon2 {
+		return PasswordMemoryMB
+	}
+	return DefaultMemoryMB
 }
 
 // ByName returns the route with the name.
