@@ -1,8 +1,6 @@
 package api
 
 import (
-	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,7 +19,7 @@ func (s *Server) releaseRoutes() map[string]handlerFunc {
 // not a positive integer is the default, a per_page over 100 is 100, and a
 // page over 100 (digits of any length) is 400. When the deployment's calls
 // to GitHub this minute are spent and the page is not cached, 429 says
-// when to try again (Retry-After).
+// when to try again (the error's Retry-After, which web.WriteError writes).
 func (s *Server) releasesFeed(w http.ResponseWriter, r *http.Request, _ sshdeck.Principal) error {
 	if s.cfg.Releases == nil {
 		return sshdeck.Errorf(sshdeck.NotFound, "the releases feed is not configured: the server has no SSHDECK_RELEASES_REPO")
@@ -33,9 +31,6 @@ func (s *Server) releasesFeed(w http.ResponseWriter, r *http.Request, _ sshdeck.
 	}
 	perPage := min(positiveOr(q.Get("per_page"), releases.DefaultPerPage), releases.MaxPerPage)
 	feed, err := s.cfg.Releases.Page(r.Context(), page, perPage)
-	if budget, ok := errors.AsType[*releases.BudgetError](err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(budget.RetryAfter.Seconds()))))
-	}
 	if err != nil {
 		return err
 	}

@@ -130,8 +130,7 @@ func TestCallBudgetPerDeployment(t *testing.T) {
 	calls := fake.Calls()
 	for _, svc := range []*releases.Service{a, b} {
 		_, err := svc.Page(ctx, 40, 1)
-		budget, ok := errors.AsType[*releases.BudgetError](err)
-		if !ok || sshdeck.ErrorCode(err) != sshdeck.RateLimited || budget.RetryAfter != 50*time.Second {
+		if sshdeck.ErrorCode(err) != sshdeck.RateLimited || sshdeck.RetryAfter(err) != 50*time.Second {
 			t.Fatalf("a page past the budget: %v", err)
 		}
 	}

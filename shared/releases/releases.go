@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -139,17 +140,6 @@ type flight struct {
 	// wait for all of theirs to share one).
 	callers int
 }
-
-// BudgetError is the answer when the deployment has made CallsPerMinute
-// calls to GitHub this minute and has no copy of the page to serve
-// instead: RateLimited, with when to try again.
-type BudgetError struct {
-	Err        *sshdeck.Error
-	RetryAfter time.Duration
-}
-
-func (e *BudgetError) Error() string { return e.Err.Error() }
-func (e *BudgetError) Unwrap() error { return e.Err }
 
 // cached is what the cache holds of a page: gzipped JSON, as release notes
 // are long markdown that compresses well, and a DynamoDB item is 400 KB.
@@ -301,8 +291,9 @@ func (s *Service) spend(ctx context.Context, now time.Time) error {
 	}
 	if !added {
 		retry := minute.Add(time.Minute).Sub(now)
-		return &BudgetError{
-			Err:        sshdeck.Errorf(sshdeck.RateLimited, "the releases feed has asked GitHub %d times this minute, the most it may; try again in %d s", CallsPerMinute, int(retry.Seconds()+0.999)),
+		return &sshdeck.Error{
+			Code:       sshdeck.RateLimited,
+			Message:    fmt.Sprintf("the releases feed has asked GitHub %d times this minute, the most it may; try again in %d s", CallsPerMinute, int(retry.Seconds()+0.999)),
 			RetryAfter: retry,
 		}
 	}
