@@ -1,6 +1,7 @@
 // Package hosts holds the rules of host records above any store: validation,
 // defaults, the keep-absent-credentials merge of an update, sealing of
-// credential fields, conditional writes and ownership.
+// credential fields, conditional writes, ownership and the jump hosts'
+// chains (chain.go).
 package hosts
 
 import (
@@ -58,8 +59,9 @@ func (p *Precondition) version() (version int64, ok bool) {
 // Service applies the host rules over a store.
 type Service struct {
 	// Limits are the deployment's limits (config.Limits; FromApp sets
-	// them from the settings): Hosts per user is enforced here. NewService
-	// sets config.DefaultLimits, and a zero limit is its default.
+	// them from the settings): Hosts per user and JumpHosts per chain are
+	// enforced here. NewService sets config.DefaultLimits, and a zero
+	// limit is its default.
 	Limits config.Limits
 
 	store  sshdeck.HostStore
@@ -124,6 +126,10 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if err := checkKey(cfg, creds); err != nil {
 		return nil, err
 	}
+	// Before an id is spent: a new host cannot be in any chain yet.
+	if err := s.checkChain(ctx, owner, 0, cfg.JumpHosts); err != nil {
+		return nil, err
+	}
 	id, err := s.store.NextHostID(ctx, owner)
 	if err != nil {
 		return nil, err
@@ -152,9 +158,10 @@ func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input,
 }
 
 // readMergeWrite reads the host, merges the input over it, checks the key
-// and writes the result conditioned on the version read, retrying a lost
-// race without a precondition.
+// and the jump hosts and writes the result conditioned on the version
+// read, retrying a lost race without a precondition.
 func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cfg sshdeck.HostConfig, in *Input, ifMatch *Precondition) (*Record, error) {
+	chainChecked := false
 	for attempt := 1; ; attempt++ {
 		cur, err := s.store.Host(ctx, owner, id)
 		if err != nil {
@@ -162,6 +169,14 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 		}
 		if !ifMatch.Allows(cur.Version) {
 			return nil, preconditionFailed(id)
+		}
+		// The chain is the input's whatever the host held: checked once,
+		// once the host is known to exist and the precondition to hold.
+		if !chainChecked {
+			if err := s.checkChain(ctx, owner, id, cfg.JumpHosts); err != nil {
+				return nil, err
+			}
+			chainChecked = true
 		}
 		stored, err := s.open(ctx, cur)
 		if err != nil {
@@ -302,6 +317,9 @@ func recordOf(h *sshdeck.Host, creds sshdeck.Credentials) Record {
 	}
 	if cfg.TunnelConnections == nil {
 		cfg.TunnelConnections = []sshdeck.TunnelConnection{}
+	}
+	if cfg.JumpHosts == nil {
+		cfg.JumpHosts = []sshdeck.JumpHost{}
 	}
 	return Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
 }
