@@ -21,6 +21,7 @@ func TestUpdateHostEmpties(t *testing.T) {
 	h := &sshdeck.Host{Owner: "alice", ID: 1, Version: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	h.Tags = []string{"a"}
 	h.TunnelConnections = []sshdeck.TunnelConnection{{SourcePort: 1, EndpointPort: 2, EndpointHost: "h"}}
+	h.JumpHosts = []sshdeck.JumpHost{{HostID: 2}}
 	h.Sealed = sshdeck.SealedCredentials{Password: []byte{1}, Key: []byte{2}, KeyPassword: []byte{3}}
 	if err := s.CreateHost(ctx, h, 1000); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestUpdateHostEmpties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Version != 2 || len(h.Tags) != 0 || len(h.TunnelConnections) != 0 || h.Sealed.Password != nil || h.Sealed.Key != nil || h.Sealed.KeyPassword != nil {
+	if h.Version != 2 || len(h.Tags) != 0 || len(h.TunnelConnections) != 0 || len(h.JumpHosts) != 0 || h.Sealed.Password != nil || h.Sealed.Key != nil || h.Sealed.KeyPassword != nil {
 		t.Fatalf("host after an update emptying it: %+v", h)
 	}
 }
