@@ -239,7 +239,7 @@ type hostRecord struct {
 	authType, keyType, defaultPath     string
 	tunnels                            []hostTunnelRecord
 	jumpHosts                          []int64 // host ids, first hop first
-	password, key, keyPassword         []byte // sealed, nil when empty
+	password, key, keyPassword         []byte  // sealed, nil when empty
 	createdAt, updatedAt               time.Time
 }
 
