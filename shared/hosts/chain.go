@@ -16,7 +16,11 @@ import (
 // that has jump hosts of its own is reached through them, as ssh reaches
 // a ProxyJump host through that host's own ProxyJump: the route to a host
 // is, for each of its jump hosts in order, that hop's own route and then
-// the hop (route below). So X [A, B] with B [C] is A, C, B, then X.
+// the hop (Route). So X [A, B] with B [C] is A, C, B, then X. ssh differs
+// in that one case: given ProxyJump A,B it reaches B from A without B's
+// own ProxyJump (ssh -G -J A B shows proxyjump A whatever B's config
+// says); sshdeck reaches a host the same way wherever it appears, and an
+// export to ssh_config must spell such a route out.
 //
 // The rules, checked on every create and update (checkChain):
 //   - each hop is one of the owner's hosts; another owner's host reads as
@@ -37,8 +41,8 @@ import (
 // saving them is 400 naming it until the list is changed. The checks read
 // the hops as they are at the time of the write, not in its transaction:
 // two concurrent saves (A naming B while B is saved naming A) can each
-// pass and make a cycle, which route reports as it reports one found on
-// save.
+// pass and make a cycle, which Route reports as a save would. So does a
+// route that a hop's later change made longer than the limit.
 
 // maxJumpHosts is the limit of hops in one host's route.
 func (s *Service) maxJumpHosts() int {
