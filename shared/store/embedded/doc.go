@@ -53,7 +53,15 @@
 // migrateHosts rewrites in binary before schema 4 is recorded. Schema 6
 // writes hosts in format 2 and reads format 1, so opening a schema 4 or 5
 // file only records 6, which keeps an older sshdeck (that cannot read
-// format 2) from opening it. The other kinds' values did not change. testdata/schema3 is a data directory that
+// format 2) from opening it. The other kinds' values did not change, but
+// for a tunnel's jump hosts (spec.jumps and sealed.jumps, added within
+// schema 6 and left out when empty, so that every record without them
+// reads as before, a tunnel whose source is dialled directly). An older
+// sshdeck reads a tunnel with them and ignores them; it cannot run it
+// anyway, since the engine seals the credentials of a source behind jump
+// hosts under another role than a direct source's (tunnel-service's
+// seal.go), so it fails the tunnel rather than dial the source directly.
+// testdata/schema3 is a data directory that
 // sshdeck wrote at schema 3, with the script that made it; TestSchema3Fixture
 // opens it.
 //

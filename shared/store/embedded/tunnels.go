@@ -325,12 +325,16 @@ type tunnelRecord struct {
 }
 
 type tunnelSpecRecord struct {
-	HostName     string          `json:"hostName"`
-	Source       tunnelHopRecord `json:"source"`
-	Endpoint     tunnelHopRecord `json:"endpoint"`
-	SourcePort   int             `json:"sourcePort"`
-	EndpointPort int             `json:"endpointPort"`
-	MaxRetries   int             `json:"maxRetries"`
+	HostName string `json:"hostName"`
+	// Jumps was added within schema 6, left out when empty: a record
+	// without it (every one written before it) is a tunnel whose source is
+	// dialled directly, which is what its absence means.
+	Jumps        []tunnelHopRecord `json:"jumps,omitempty"`
+	Source       tunnelHopRecord   `json:"source"`
+	Endpoint     tunnelHopRecord   `json:"endpoint"`
+	SourcePort   int               `json:"sourcePort"`
+	EndpointPort int               `json:"endpointPort"`
+	MaxRetries   int               `json:"maxRetries"`
 	// RetryInterval is in nanoseconds, as encoding/json wrote the
 	// time.Duration.
 	RetryInterval int64 `json:"retryInterval"`
@@ -348,8 +352,9 @@ type tunnelHopRecord struct {
 }
 
 type tunnelSealedRecord struct {
-	Source   sealedRecord `json:"source"`
-	Endpoint sealedRecord `json:"endpoint"`
+	Jumps    []sealedRecord `json:"jumps,omitempty"` // as Spec.Jumps
+	Source   sealedRecord   `json:"source"`
+	Endpoint sealedRecord   `json:"endpoint"`
 }
 
 // sealedRecord is a hop's sealed credentials, in base64; an empty one is
@@ -386,6 +391,7 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 		Generation: t.Generation,
 		Spec: tunnelSpecRecord{
 			HostName:      t.Spec.HostName,
+			Jumps:         mapSlice(t.Spec.Jumps, tunnelHopRecordOf),
 			Source:        tunnelHopRecordOf(t.Spec.Source),
 			Endpoint:      tunnelHopRecordOf(t.Spec.Endpoint),
 			SourcePort:    t.Spec.SourcePort,
@@ -396,6 +402,7 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 			IsPinned:      t.Spec.IsPinned,
 		},
 		Sealed: tunnelSealedRecord{
+			Jumps:    mapSlice(t.Sealed.Jumps, sealedRecordOf),
 			Source:   sealedRecordOf(t.Sealed.Source),
 			Endpoint: sealedRecordOf(t.Sealed.Endpoint),
 		},
@@ -423,6 +430,7 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 		Generation: r.Generation,
 		Spec: sshdeck.TunnelSpec{
 			HostName:      r.Spec.HostName,
+			Jumps:         mapSlice(r.Spec.Jumps, tunnelHopRecord.hop),
 			Source:        r.Spec.Source.hop(),
 			Endpoint:      r.Spec.Endpoint.hop(),
 			SourcePort:    r.Spec.SourcePort,
@@ -433,6 +441,7 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 			IsPinned:      r.Spec.IsPinned,
 		},
 		Sealed: sshdeck.SealedTunnelCredentials{
+			Jumps:    mapSlice(r.Sealed.Jumps, sealedRecord.credentials),
 			Source:   r.Sealed.Source.credentials(),
 			Endpoint: r.Sealed.Endpoint.credentials(),
 		},
@@ -451,6 +460,18 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
 	}
+}
+
+// mapSlice maps each element of in; nil when there is none.
+func mapSlice[E, T any](in []E, f func(E) T) []T {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, e := range in {
+		out[i] = f(e)
+	}
+	return out
 }
 
 func tunnelHopRecordOf(h sshdeck.TunnelHop) tunnelHopRecord {
