@@ -503,6 +503,24 @@ func TestKnownHostItem(t *testing.T) {
 			t.Errorf("known host's %s: got %s, want %s", name, got, want)
 		}
 	}
+
+	// An address that would make the sort key longer than 1024 bytes is
+	// keyed by its hash, and kept whole in addr; one byte less is not.
+	for _, n := range []int{1014, 1015} {
+		addr := strings.Repeat("h", n-3) + ":22"
+		k := &sshdeck.KnownHost{Owner: "usr_a", Addr: addr, Key: "ssh-ed25519 BBBB", CreatedAt: at}
+		if err := s.AddKnownHost(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		sk := "KNOWNHOST#" + addr
+		if n > 1014 {
+			sum := sha256.Sum256([]byte(addr))
+			sk = "KNOWNHOST##" + hex.EncodeToString(sum[:])
+		}
+		if got := attr(rawItem(t, srv, "OWNER#usr_a", sk), "addr"); got != "S:"+addr {
+			t.Errorf("known host of a %d-byte address: addr %.40s…", n, got)
+		}
+	}
 }
 
 // TestLoginSecretsItem checks a user's login secrets: in a partition of

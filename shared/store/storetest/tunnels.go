@@ -491,7 +491,10 @@ func testKnownHostAddAndGet(t *testing.T, s sshdeck.Store) {
 	// key is remembered per source (the tunnel engine's "<endpoint> via
 	// <source>"), so that the same address behind two sources is two keys.
 	addrs := []string{"10.0.0.5:22", "10.0.0.5:2222", "10.0.0.50:22", "[2001:db8::1]:22", "db.internal:22",
-		"10.0.0.5:22 via 203.0.113.7:22", "10.0.0.5:22 via bastion.example.com:2222", "[fd12::5]:22 via [2001:db8::7]:22"}
+		"10.0.0.5:22 via 203.0.113.7:22", "10.0.0.5:22 via bastion.example.com:2222", "[fd12::5]:22 via [2001:db8::7]:22",
+		// A host behind jump hosts is remembered with its whole path,
+		// which can be kilobytes long: two that differ only at the end.
+		longPath(9) + " via 10.0.0.1:22", longPath(9) + " via 10.0.0.2:22"}
 	var want []*sshdeck.KnownHost
 	for i, addr := range addrs {
 		k := &sshdeck.KnownHost{Owner: "usr_a", Addr: addr, Key: fmt.Sprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute)}
@@ -514,6 +517,16 @@ func testKnownHostAddAndGet(t *testing.T, s sshdeck.Store) {
 
 	_, err = s.KnownHost(ctx, "usr_a", "10.0.0.5:2")
 	wantCode(t, err, sshdeck.NotFound, "KnownHost of an unknown address")
+}
+
+// longPath is the address of a host behind hops jump hosts, each with a
+// name of the longest length (253 characters) and port.
+func longPath(hops int) string {
+	parts := make([]string, hops)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%s%d.example:65535", strings.Repeat("a", 253-len(".example")-1), i)
+	}
+	return strings.Join(parts, " via ")
 }
 
 func testKnownHostOwnerIsolation(t *testing.T, s sshdeck.Store) {
