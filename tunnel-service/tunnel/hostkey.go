@@ -54,7 +54,8 @@ type verifier struct {
 	keys    *hostKeys
 	ctx     context.Context
 	owner   string
-	addr    string // where the key is remembered: the hop's address, the endpoint's with its source
+	addr    string // where the key is remembered: the hop's address, with the path to it (newPath)
+	what    string // how a mismatch names the host: addr, or a jump host's name
 	pin     string
 	known   string      // the key remembered for addr, read by prepare
 	checked atomic.Bool // set by the callback, which runs in the handshake's goroutine
@@ -125,5 +126,5 @@ func (v *verifier) check(key ssh.PublicKey) error {
 func (v *verifier) mismatch(want string, key ssh.PublicKey) error {
 	return fail(sshdeck.TunnelErrHostKey, false, nil,
 		"%s presented host key %s, which is not %s: the host was replaced, or someone is in the middle",
-		v.addr, ssh.FingerprintSHA256(key), want)
+		v.what, ssh.FingerprintSHA256(key), want)
 }

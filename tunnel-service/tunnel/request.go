@@ -1,10 +1,12 @@
 package tunnel
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
+	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
@@ -61,6 +63,55 @@ type ConnectRequest struct {
 	RetryInterval *int `json:"retryInterval"` // ms
 	AutoStart     bool `json:"autoStart"`
 	IsPinned      bool `json:"isPinned"`
+
+	// Jumps is the chain of jump hosts the source is reached through,
+	// first hop first (TunnelSpec.Jumps). No client sends it: the service
+	// fills it from a stored host's route (JumpsOf), and JSON never does.
+	Jumps []JumpHop `json:"-"`
+}
+
+// JumpHop is one jump host of a tunnel's source, with its credentials, as
+// a stored host gives them: checked as the source's fields are, and named
+// in errors as jumps[i] (from 0, first hop first).
+type JumpHop struct {
+	IP          string
+	SSHPort     int // 0 is 22
+	Username    string
+	AuthMethod  string // password or key; empty: key when SSHKey is set
+	Password    string
+	SSHKey      string
+	KeyPassword string
+	KeyType     string // empty is auto
+	HostKey     string // a pin, as sourceHostKey; empty trusts the first key seen
+}
+
+// JumpsOf returns the jump hops of a route of stored hosts, first hop
+// first: hosts.Service.Route's answer for the source's host, so that
+// filling a request's Jumps is one call.
+func JumpsOf(route []*hosts.Record) []JumpHop {
+	if len(route) == 0 {
+		return nil
+	}
+	out := make([]JumpHop, len(route))
+	for i, r := range route {
+		out[i] = JumpHop{
+			IP: r.IP, SSHPort: r.Port, Username: r.Username, AuthMethod: string(r.AuthType),
+			Password: r.Password, SSHKey: r.Key, KeyPassword: r.KeyPassword, KeyType: r.KeyType,
+		}
+	}
+	return out
+}
+
+func (j *JumpHop) input(i int) hopInput {
+	in := hopInput{fmt.Sprintf("jumps[%d].", i), j.IP, j.Username, j.Password, j.AuthMethod,
+		j.SSHKey, j.KeyPassword, j.HostKey, nil, nil}
+	if j.SSHPort != 0 {
+		in.port = &j.SSHPort
+	}
+	if j.KeyType != "" {
+		in.keyType = &j.KeyType
+	}
+	return in
 }
 
 // hopInput is one hop's fields of a request, with the prefix that names
@@ -73,11 +124,18 @@ type hopInput struct {
 	keyType                           *string
 }
 
+// maxSecrets bounds the credentials of all of a tunnel's hops together, in
+// bytes, which its record holds sealed: DynamoDB's items hold 400 KB. A
+// request without jump hosts cannot reach it (two hops of at most 64 KiB,
+// 4 KiB and 1 KiB each).
+const maxSecrets = 256 << 10
+
 // parse checks the request and returns the tunnel it asks for, with the
 // defaults applied and a retryInterval below floor raised to it. Every
-// error is Invalid (TooLarge for a key over the contract's 64 KiB) and
-// names the field.
-func (req *ConnectRequest) parse(floor time.Duration) (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
+// error is Invalid (TooLarge for a key over the contract's 64 KiB or
+// credentials over maxSecrets; LimitExceeded for more than maxJumps jump
+// hosts) and names the field.
+func (req *ConnectRequest) parse(floor time.Duration, maxJumps int) (name string, spec sshdeck.TunnelSpec, creds sshdeck.TunnelCredentials, err error) {
 	if err = check.First(
 		check.Text("name", req.Name, 1, MaxNameLen, false),
 		check.Text("hostName", req.HostName, 0, sshdeck.MaxHostName, false),
@@ -121,11 +179,38 @@ func (req *ConnectRequest) parse(floor time.Duration) (name string, spec sshdeck
 	); err != nil {
 		return
 	}
+	if len(req.Jumps) > maxJumps {
+		err = sshdeck.JumpHostsExceeded(maxJumps)
+		return
+	}
+	if len(req.Jumps) > 0 {
+		spec.Jumps = make([]sshdeck.TunnelHop, len(req.Jumps))
+		creds.Jumps = make([]sshdeck.Credentials, len(req.Jumps))
+	}
+	for i := range req.Jumps {
+		if spec.Jumps[i], creds.Jumps[i], err = req.Jumps[i].input(i).parse(); err != nil {
+			return
+		}
+	}
 	if spec.Source, creds.Source, err = req.source().parse(); err != nil {
 		return
 	}
-	spec.Endpoint, creds.Endpoint, err = req.endpoint().parse()
+	if spec.Endpoint, creds.Endpoint, err = req.endpoint().parse(); err != nil {
+		return
+	}
+	if secretsSize(&creds) > maxSecrets {
+		err = sshdeck.Errorf(sshdeck.TooLarge, "the credentials of the tunnel's %d hosts add up to over %d KiB", len(creds.Jumps)+2, maxSecrets>>10)
+	}
 	return req.Name, spec, creds, err
+}
+
+func secretsSize(c *sshdeck.TunnelCredentials) int {
+	size := func(c *sshdeck.Credentials) int { return len(c.Password) + len(c.Key) + len(c.KeyPassword) }
+	n := size(&c.Source) + size(&c.Endpoint)
+	for i := range c.Jumps {
+		n += size(&c.Jumps[i])
+	}
+	return n
 }
 
 func (req *ConnectRequest) source() hopInput {

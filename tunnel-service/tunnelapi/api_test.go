@@ -558,6 +558,9 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 		typ := reflect.TypeOf(tc.v)
 		for i := range typ.NumField() {
 			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name == "-" {
+				continue // not in JSON: ConnectRequest.Jumps, which the service fills
+			}
 			fields = append(fields, name)
 		}
 		var documented []string
