@@ -2,9 +2,11 @@ package tunnel
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +152,77 @@ func TestPath(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("path:\n got  %+v\n want %+v", got, tc.want)
 		}
+	}
+}
+
+// TestJumpHops: a request's jump hosts are checked as the source is, each
+// error naming the hop by its place (jumps[i]), with the source's
+// defaults; no more than the limit, whose error is a host route's; their
+// credentials and the others' within maxSecrets together; and JSON never
+// fills them.
+func TestJumpHops(t *testing.T) {
+	floor := MinRetryInterval * time.Millisecond
+	jumps := []JumpHop{
+		{IP: "bastion.example.com", Username: "a", Password: "pw"},
+		{IP: "10.0.0.7", SSHPort: 2222, Username: "b", AuthMethod: "password", Password: "pw2", HostKey: "SHA256:" + strings.Repeat("A", 43)},
+	}
+	req := validRequest()
+	req.Jumps = jumps
+	_, spec, creds, err := req.parse(floor, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sshdeck.TunnelHop{
+		{IP: "bastion.example.com", SSHPort: 22, Username: "a", Auth: sshdeck.AuthPassword, KeyType: "auto"},
+		{IP: "10.0.0.7", SSHPort: 2222, Username: "b", Auth: sshdeck.AuthPassword, KeyType: "auto", HostKey: "SHA256:" + strings.Repeat("A", 43)},
+	}
+	if !reflect.DeepEqual(spec.Jumps, want) || !reflect.DeepEqual(creds.Jumps, []sshdeck.Credentials{{Password: "pw"}, {Password: "pw2"}}) {
+		t.Errorf("jumps parsed as %+v with %d credentials", spec.Jumps, len(creds.Jumps))
+	}
+
+	for _, tc := range []struct {
+		change func(*ConnectRequest)
+		code   sshdeck.Code
+		names  string
+	}{
+		{func(r *ConnectRequest) { r.Jumps[1].Password = "" }, sshdeck.Invalid, "jumps[1].Password is required when jumps[1].AuthMethod is password"},
+		{func(r *ConnectRequest) { r.Jumps[0].IP = "not an address!" }, sshdeck.Invalid, "jumps[0].IP"},
+		{func(r *ConnectRequest) { r.Jumps[0].SSHPort = 70000 }, sshdeck.Invalid, "jumps[0].SSHPort"},
+		{func(r *ConnectRequest) { r.Jumps[1].AuthMethod = "none" }, sshdeck.Invalid, "jumps[1].AuthMethod must be password or key"},
+		{func(r *ConnectRequest) { r.Jumps[1].HostKey = "nope" }, sshdeck.Invalid, "jumps[1].HostKey"},
+		{func(r *ConnectRequest) { r.Jumps = append(r.Jumps, make([]JumpHop, 7)...) }, sshdeck.LimitExceeded, "8"},
+	} {
+		req := validRequest()
+		req.Jumps = slices.Clone(jumps)
+		tc.change(req)
+		_, _, _, err := req.parse(floor, 8)
+		if sshdeck.ErrorCode(err) != tc.code || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("%+v: %v, want %s naming %q", req.Jumps, err, tc.code, tc.names)
+		}
+	}
+
+	// Within maxSecrets, and over it: what no request without jump hosts
+	// can be.
+	req = validRequest()
+	for range 8 {
+		req.Jumps = append(req.Jumps, JumpHop{IP: "192.0.2.9", Username: "c", Password: strings.Repeat("p", sshdeck.MaxPassword)})
+	}
+	if _, _, _, err := req.parse(floor, 8); err != nil {
+		t.Errorf("8 jump hosts with %d-byte passwords: %v", sshdeck.MaxPassword, err)
+	}
+	// A deployment may allow longer chains (SSHDECK_LIMIT_JUMP_HOSTS).
+	for range 56 {
+		req.Jumps = append(req.Jumps, req.Jumps[0])
+	}
+	if _, _, _, err := req.parse(floor, 64); sshdeck.ErrorCode(err) != sshdeck.TooLarge || !strings.Contains(err.Error(), "66 hosts") {
+		t.Errorf("64 jump hosts with %d-byte passwords: %v, want TooLarge", sshdeck.MaxPassword, err)
+	}
+	if most := 2 * (sshdeck.MaxKeySize + sshdeck.MaxPassword + sshdeck.MaxKeyPassword); most > maxSecrets {
+		t.Errorf("maxSecrets %d: a request without jump hosts may have %d", maxSecrets, most)
+	}
+
+	var decoded ConnectRequest
+	if err := json.Unmarshal([]byte(`{"Jumps":[{"IP":"192.0.2.1"}],"jumps":[{"IP":"192.0.2.1"}],"-":[{"IP":"192.0.2.1"}]}`), &decoded); err != nil || decoded.Jumps != nil {
+		t.Errorf("JSON filled Jumps: %+v, %v", decoded.Jumps, err)
 	}
 }
