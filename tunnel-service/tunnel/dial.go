@@ -382,10 +382,7 @@ func (d *dialer) checkAllowed(ctx context.Context, field, host string, relayed b
 // host's key is checked against the key remembered under its knownAs.
 func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h *hop) (*sshConn, error) {
 	what := h.name
-	v := &verifier{keys: d.keys, ctx: ctx, owner: owner, addr: h.knownAs, pin: h.HostKey, what: h.knownAs}
-	if h.jump > 0 {
-		v.what = h.name
-	}
+	v := &verifier{keys: d.keys, ctx: ctx, owner: owner, addr: h.knownAs, pin: h.HostKey}
 	algorithms, err := v.prepare()
 	if err != nil {
 		conn.Close()
@@ -414,10 +411,21 @@ func (d *dialer) handshake(ctx context.Context, conn net.Conn, owner string, h *
 		return &sshConn{Conn: c, chans: chans, reqs: reqs, what: what}, nil
 	}
 	conn.Close()
-	var f *failure
+	var (
+		f        *failure
+		mismatch *keyMismatch
+	)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.As(err, &mismatch):
+		// The source and the endpoint as their keys are known (the
+		// endpoint with its source); a jump host by its name, which
+		// holds as much.
+		if h.jump > 0 {
+			return nil, mismatch.failure(h.name)
+		}
+		return nil, mismatch.failure(h.knownAs)
 	case errors.As(err, &f):
 		return nil, f
 	case timedOut:
