@@ -402,7 +402,7 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	m.runs[k] = r
 	m.mu.Unlock()
 	rn := &runner{
-		owner: t.Owner, name: t.Name, spec: t.Spec, creds: creds,
+		owner: t.Owner, name: t.Name, spec: &t.Spec, creds: creds,
 		dialer:      m.dialer,
 		keepalive:   m.opts.KeepaliveInterval,
 		misses:      m.opts.KeepaliveMisses,
