@@ -24,17 +24,24 @@ import (
 //
 // When a jump host breaks, every connection inside it ends too, in an
 // order that the loop may see any way round. Each jump host's transport
-// (its TCP connection, or the channel of the hop before it) records the
-// first error a read met (watchedConn); the outermost jump host whose
-// transport broke is why the tunnel is down (broken), whatever connection
-// the loop saw end. The record is set before the hop's connection ends,
-// and so before any connection inside it does.
+// (its TCP connection, or the channel of the hop before it), and the
+// source's, records the first error a read met (watchedConn); the
+// outermost hop whose transport broke is why the tunnel is down (broken),
+// whatever connection the loop saw end. The record is set before the hop's
+// connection ends, and so before any connection inside it does. (A
+// tunnel without jump hosts does not watch its source: that would cost
+// every tunnel a wrapper; it names whichever of its two connections the
+// loop saw end first, as it always did.)
 
 // chained is a source's SSH connection (the embedded Conn) with the jump
 // hosts it rides on.
 type chained struct {
 	ssh.Conn
 	jumps []jump // first hop first
+	// source is the source's transport, a channel of the last jump host's
+	// connection, and what names the source.
+	source     *watchedConn
+	sourceWhat string
 	// keepers are the jump hosts' keepalive keepers, one per hop, set by
 	// startKeepalives.
 	keepers []keeper
@@ -103,9 +110,10 @@ func (j *jump) serve(done *sync.WaitGroup) {
 	}
 }
 
-// broken returns why the outermost jump host whose connection broke did,
-// or nil when none did (or there are none). Only the hops connected count:
-// a hop whose handshake failed says why itself.
+// broken returns why the outermost hop whose connection broke did, of the
+// jump hosts and then the source, or nil when none did (or there are no
+// jump hosts). Only the hops connected count: a hop whose handshake failed
+// says why itself.
 func (ch *chained) broken() *failure {
 	if ch == nil {
 		return nil
@@ -113,10 +121,15 @@ func (ch *chained) broken() *failure {
 	for i := range ch.jumps {
 		j := &ch.jumps[i]
 		if j.c == nil {
-			break
+			return nil
 		}
 		if err := j.transport.broken(); err != nil {
 			return asFailure(err, j.c.what)
+		}
+	}
+	if ch.source != nil && ch.Conn != nil { // the source connected
+		if err := ch.source.broken(); err != nil {
+			return asFailure(err, ch.sourceWhat)
 		}
 	}
 	return nil

@@ -180,7 +180,7 @@ func TestJumpChains(t *testing.T) {
 // TestJumpHostRestart: a jump host dies mid-tunnel; the tunnel retries
 // naming it (every connection inside it ends too, the source's and the
 // endpoint's, whichever the tunnel sees first), and carries bytes again
-// once the host is back.
+// once the host is back. Then the source dies, and is named.
 func TestJumpHostRestart(t *testing.T) {
 	w := newChainWorld(t)
 	m := w.Manager("a")
@@ -211,6 +211,23 @@ func TestJumpHostRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	provePath(t, w.path(3))
+
+	// The source dies behind its jump hosts, which stay up: the source is
+	// named, whichever of its connection and the endpoint's (which rides in
+	// it) the tunnel sees end first.
+	w.source.Kill()
+	st = waitFor(t, m, "restart", "retrying after the source died", func(st tunnel.Status) bool {
+		return st.Status != sshdeck.TunnelConnected && st.RetryCount >= 1
+	})
+	t.Logf("after killing the source: %s", st.Reason)
+	if !strings.HasPrefix(st.Reason, "source "+w.source.Addr+": ") || st.ErrorType == nil || *st.ErrorType != sshdeck.TunnelErrNetwork {
+		t.Errorf("after killing the source: %+v, want a network failure naming it", st)
+	}
+	w.source.Restart()
+	waitFor(t, m, "restart", "connected once more", state(sshdeck.TunnelConnected))
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestJumpHostHangs: a jump host that stops answering, its connections

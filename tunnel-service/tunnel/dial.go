@@ -194,9 +194,14 @@ func (d *dialer) dial(ctx context.Context, owner string, path []hop) (*link, err
 		} else {
 			conn, carried, err = d.open(ctx, prev, &path[i-1], h)
 		}
-		if err == nil && i < jumps {
+		if err == nil && i <= jumps && ch != nil {
 			w := &watchedConn{Conn: conn}
-			ch.jumps[i].transport, conn = w, w
+			if i < jumps {
+				ch.jumps[i].transport = w
+			} else {
+				ch.source, ch.sourceWhat = w, h.name
+			}
+			conn = w
 		}
 		var c *sshConn
 		if err == nil {
