@@ -291,7 +291,7 @@ func (d *dialer) open(ctx context.Context, c *sshConn, opener, h *hop) (net.Conn
 }
 
 // bounded runs f, which uses c, within the dial timeout and ctx. x/crypto/ssh
-// takes no context, and the endpoint's conn (an SSH channel) has no
+// takes no context, and a relayed hop's conn (an SSH channel) has no
 // deadlines: closing c is what interrupts f. It reports whether the
 // timeout did.
 func (d *dialer) bounded(ctx context.Context, c io.Closer, f func()) (timedOut bool) {
