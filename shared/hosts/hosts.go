@@ -9,10 +9,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/config"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
@@ -273,14 +273,8 @@ func checkKey(cfg sshdeck.HostConfig, creds sshdeck.Credentials) error {
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
-// ad names a field of the host for the additional data of its envelope.
-func ad(h *sshdeck.Host) func(field string) string {
-	id := strconv.FormatInt(h.ID, 10)
-	return func(field string) string { return secret.AD("host", h.Owner, id, field) }
-}
-
 func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Credentials, prev *secret.Previous) (sshdeck.SealedCredentials, error) {
-	sealed, err := s.sealer.SealCredentials(ctx, creds, ad(h), prev)
+	sealed, err := s.sealer.SealCredentials(ctx, creds, hostchain.AD(h), prev)
 	if err != nil {
 		return sealed, fmt.Errorf("host %d: %w", h.ID, err)
 	}
@@ -288,11 +282,7 @@ func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Crede
 }
 
 func (s *Service) open(ctx context.Context, h *sshdeck.Host) (sshdeck.Credentials, error) {
-	creds, err := s.sealer.OpenCredentials(ctx, h.Sealed, ad(h))
-	if err != nil {
-		return creds, fmt.Errorf("host %d: %w", h.ID, err)
-	}
-	return creds, nil
+	return hostchain.Open(ctx, s.sealer, h)
 }
 
 func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/check"
-	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
 )
@@ -86,9 +86,9 @@ type JumpHop struct {
 }
 
 // JumpsOf returns the jump hops of a route of stored hosts, first hop
-// first: hosts.Service.Route's answer for the source's host, so that
+// first: hostchain.Reader.Route's answer for the source's host, so that
 // filling a request's Jumps is one call.
-func JumpsOf(route []*hosts.Record) []JumpHop {
+func JumpsOf(route []*hostchain.Host) []JumpHop {
 	if len(route) == 0 {
 		return nil
 	}

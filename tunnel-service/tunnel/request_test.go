@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
-	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
@@ -143,9 +143,9 @@ func TestJumpsOf(t *testing.T) {
 	if tunnel.JumpsOf(nil) != nil {
 		t.Error("no route: want no jump hops")
 	}
-	route := []*hosts.Record{
-		{ID: 3, HostConfig: sshdeck.HostConfig{IP: "bastion.example.com", Port: 2222, Username: "a", AuthType: sshdeck.AuthPassword, KeyType: "auto"}, Credentials: sshdeck.Credentials{Password: "pw"}},
-		{ID: 5, HostConfig: sshdeck.HostConfig{IP: "10.0.0.7", Port: 22, Username: "b", AuthType: sshdeck.AuthKey, KeyType: "ssh-ed25519"}, Credentials: sshdeck.Credentials{Key: "KEY", KeyPassword: "kp"}},
+	route := []*hostchain.Host{
+		{Host: &sshdeck.Host{ID: 3, HostConfig: sshdeck.HostConfig{IP: "bastion.example.com", Port: 2222, Username: "a", AuthType: sshdeck.AuthPassword, KeyType: "auto"}}, Credentials: sshdeck.Credentials{Password: "pw"}},
+		{Host: &sshdeck.Host{ID: 5, HostConfig: sshdeck.HostConfig{IP: "10.0.0.7", Port: 22, Username: "b", AuthType: sshdeck.AuthKey, KeyType: "ssh-ed25519"}}, Credentials: sshdeck.Credentials{Key: "KEY", KeyPassword: "kp"}},
 	}
 	want := []tunnel.JumpHop{
 		{IP: "bastion.example.com", SSHPort: 2222, Username: "a", AuthMethod: "password", Password: "pw", KeyType: "auto"},
