@@ -50,6 +50,13 @@ type TunnelHop struct {
 	// HostKey pins the host's key (a SHA256: fingerprint or an
 	// authorized_keys line); empty trusts the first key seen (KnownHost).
 	HostKey string `json:"hostKey,omitempty"`
+	// HostID is the owner's stored host this hop was read from when the
+	// tunnel was connected (a request's sourceHostId or endpointHostId, or
+	// a hop of the source's route); 0 when the request gave the hop's
+	// fields itself. The hop's fields and sealed credentials are copies,
+	// so that running the tunnel reads no host; the id tells which
+	// tunnels a change of the host concerns.
+	HostID int64 `json:"hostId,omitempty"`
 }
 
 // TunnelSpec is what a connect request asks for, its credentials aside:

@@ -149,7 +149,10 @@ func decodeSpec(f fields) sshdeck.TunnelSpec {
 }
 
 // hopAttrs is a hop of a tunnel's spec: ip, username, authMethod, keyType
-// (S), sshPort (N), hostKey (S, absent when empty: no key pinned).
+// (S), sshPort (N), hostKey (S, absent when empty: no key pinned), hostId
+// (N, the stored host it was read from, absent when the request gave the
+// hop inline; added within version 2, so its absence means what it
+// always did).
 func hopAttrs(h *sshdeck.TunnelHop) map[string]types.AttributeValue {
 	a := map[string]types.AttributeValue{
 		"ip":         str(h.IP),
@@ -160,6 +163,9 @@ func hopAttrs(h *sshdeck.TunnelHop) map[string]types.AttributeValue {
 	}
 	if h.HostKey != "" {
 		a["hostKey"] = str(h.HostKey)
+	}
+	if h.HostID != 0 {
+		a["hostId"] = num(h.HostID)
 	}
 	return a
 }
@@ -172,6 +178,7 @@ func decodeHop(f fields) sshdeck.TunnelHop {
 		Auth:     sshdeck.AuthType(f.str("authMethod")),
 		KeyType:  f.str("keyType"),
 		HostKey:  f.str("hostKey"),
+		HostID:   f.int64("hostId"),
 	}
 }
 

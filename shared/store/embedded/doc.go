@@ -56,7 +56,9 @@
 // format 2) from opening it. The other kinds' values did not change, but
 // for a tunnel's jump hosts (spec.jumps and sealed.jumps, added within
 // schema 6 and left out when empty, so that every record without them
-// reads as before, a tunnel whose source is dialled directly). An older
+// reads as before, a tunnel whose source is dialled directly) and a
+// tunnel hop's hostId (the stored host it was read from, left out when
+// 0: a hop given inline, as every hop before it was). An older
 // sshdeck reads a tunnel with them and ignores them; it cannot run it
 // anyway, since the engine seals the credentials of a source behind jump
 // hosts under another role than a direct source's (tunnel-service's

@@ -349,6 +349,9 @@ type tunnelHopRecord struct {
 	Auth     string `json:"authMethod"`
 	KeyType  string `json:"keyType"`
 	HostKey  string `json:"hostKey,omitempty"`
+	// HostID was added within schema 6, left out when 0: a hop without
+	// it was given inline, which is what every hop before it was.
+	HostID int64 `json:"hostId,omitempty"`
 }
 
 type tunnelSealedRecord struct {
@@ -475,11 +478,11 @@ func mapSlice[E, T any](in []E, f func(E) T) []T {
 }
 
 func tunnelHopRecordOf(h sshdeck.TunnelHop) tunnelHopRecord {
-	return tunnelHopRecord{IP: h.IP, SSHPort: h.SSHPort, Username: h.Username, Auth: string(h.Auth), KeyType: h.KeyType, HostKey: h.HostKey}
+	return tunnelHopRecord{IP: h.IP, SSHPort: h.SSHPort, Username: h.Username, Auth: string(h.Auth), KeyType: h.KeyType, HostKey: h.HostKey, HostID: h.HostID}
 }
 
 func (r tunnelHopRecord) hop() sshdeck.TunnelHop {
-	return sshdeck.TunnelHop{IP: r.IP, SSHPort: r.SSHPort, Username: r.Username, Auth: sshdeck.AuthType(r.Auth), KeyType: r.KeyType, HostKey: r.HostKey}
+	return sshdeck.TunnelHop{IP: r.IP, SSHPort: r.SSHPort, Username: r.Username, Auth: sshdeck.AuthType(r.Auth), KeyType: r.KeyType, HostKey: r.HostKey, HostID: r.HostID}
 }
 
 func sealedRecordOf(c sshdeck.SealedCredentials) sealedRecord {

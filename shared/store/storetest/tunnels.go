@@ -21,16 +21,18 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 		Spec: sshdeck.TunnelSpec{
 			HostName: fmt.Sprintf("web-%d", seed),
 			Jumps: []sshdeck.TunnelHop{
-				{IP: "bastion.example.com", SSHPort: 2222, Username: fmt.Sprintf("jump%d", seed), Auth: sshdeck.AuthPassword, KeyType: "auto"},
+				{IP: "bastion.example.com", SSHPort: 2222, Username: fmt.Sprintf("jump%d", seed), Auth: sshdeck.AuthPassword, KeyType: "auto", HostID: int64(10 + seed)},
 				{IP: fmt.Sprintf("10.1.%d.%d", seed/256, seed%256), SSHPort: 22, Username: "hop", Auth: sshdeck.AuthKey, KeyType: "ssh-rsa", HostKey: fmt.Sprintf("SHA256:jump-%d", seed)},
 			},
 			Source: sshdeck.TunnelHop{
 				IP: fmt.Sprintf("10.0.%d.%d", seed/256, seed%256), SSHPort: 22, Username: fmt.Sprintf("deploy%d", seed),
 				Auth: sshdeck.AuthKey, KeyType: "ssh-ed25519", HostKey: fmt.Sprintf("SHA256:source-%d", seed),
+				HostID: int64(20 + seed),
 			},
 			Endpoint: sshdeck.TunnelHop{
 				IP: "203.0.113.7", SSHPort: 2200 + seed, Username: "tunnel",
 				Auth: sshdeck.AuthPassword, KeyType: "auto", HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE endpoint",
+				HostID: int64(30 + seed),
 			},
 			SourcePort:    8000 + seed,
 			EndpointPort:  9000 + seed,
@@ -70,12 +72,14 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 
 // nextTunnel returns t at its next generation with every field changed:
 // Run cleared, a status with nothing optional, some credentials gone (not
-// all of them: see testTunnelEmptyCredentials), and a jump host fewer.
+// all of them: see testTunnelEmptyCredentials), a jump host fewer, and the
+// endpoint's host id gone (given inline).
 func nextTunnel(t *sshdeck.Tunnel) *sshdeck.Tunnel {
 	n := fullTunnel(t.Owner, t.Name, 1000+int(t.Generation))
 	n.Generation = t.Generation + 1
 	n.Spec.Jumps, n.Sealed.Jumps = n.Spec.Jumps[1:], n.Sealed.Jumps[1:]
 	n.Spec.Source.HostKey, n.Spec.AutoStart, n.Spec.IsPinned = "", false, false
+	n.Spec.Endpoint.HostID = 0
 	n.Sealed.Source.Key, n.Sealed.Source.KeyPassword = nil, nil
 	n.Sealed.Endpoint = sshdeck.SealedCredentials{}
 	n.Run = false
