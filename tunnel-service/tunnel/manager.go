@@ -2,7 +2,6 @@ package tunnel
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -58,6 +57,11 @@ type Options struct {
 	// JumpLimit is the most jump hosts a tunnel's source may be reached
 	// through (config.Limits.JumpHosts, 8), as a host's route may have.
 	JumpLimit int
+	// Hosts reads the stored hosts that a connect request names by id
+	// (sourceHostId, endpointHostId; stored.go): a hostchain.Reader over
+	// the service's store and sealer with Max JumpLimit. Without it such
+	// a request is 400.
+	Hosts Hosts
 	// ForgetAfter is how long a tunnel that is neither to run nor
 	// autoStart is kept after it stopped (24 h); SweepEvery how often the
 	// replica looks for such tunnels to forget, at a reconcile (1 h).
@@ -245,6 +249,10 @@ func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
 // restarts it at its next heartbeat. A new name past the owner's
 // TunnelLimit is LimitExceeded.
 func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
+	req, err := m.resolve(ctx, owner, req)
+	if err != nil {
+		return err
+	}
 	name, spec, creds, err := req.parse(m.opts.MinRetryInterval, m.opts.JumpLimit)
 	if err != nil {
 		return err
@@ -252,14 +260,16 @@ func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest
 	// The first hop is the service's to dial; every later one the hop's
 	// before it (denyList).
 	for i, h := range spec.Jumps {
-		if err := m.dialer.checkAllowed(ctx, fmt.Sprintf("jumps[%d].IP", i), h.IP, i > 0); err != nil {
+		in := req.Jumps[i].input(i)
+		if err := m.dialer.checkAllowed(ctx, in.ipField(), h.IP, i > 0); err != nil {
 			return err
 		}
 	}
-	if err := m.dialer.checkAllowed(ctx, "sourceIP", spec.Source.IP, len(spec.Jumps) > 0); err != nil {
+	src, dst := req.source(), req.endpoint()
+	if err := m.dialer.checkAllowed(ctx, src.ipField(), spec.Source.IP, len(spec.Jumps) > 0); err != nil {
 		return err
 	}
-	if err := m.dialer.checkAllowed(ctx, "endpointIP", spec.Endpoint.IP, true); err != nil {
+	if err := m.dialer.checkAllowed(ctx, dst.ipField(), spec.Endpoint.IP, true); err != nil {
 		return err
 	}
 	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)

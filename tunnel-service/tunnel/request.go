@@ -33,9 +33,17 @@ const reservedName = "stream"
 
 // ConnectRequest is the body of POST /ssh/tunnel/connect. Pointer fields
 // tell absent (a default) from a value.
+//
+// SourceHostID and EndpointHostID name one of the caller's stored hosts
+// instead of that side's address and credential fields, which must then
+// be absent (stored.go): the Manager reads the host, and the source's
+// route of jump hosts, from the store.
 type ConnectRequest struct {
 	Name     string `json:"name"`
 	HostName string `json:"hostName"`
+
+	SourceHostID   *int64 `json:"sourceHostId"`
+	EndpointHostID *int64 `json:"endpointHostId"`
 
 	SourceIP          string  `json:"sourceIP"`
 	SourceSSHPort     *int    `json:"sourceSSHPort"`
@@ -66,8 +74,16 @@ type ConnectRequest struct {
 
 	// Jumps is the chain of jump hosts the source is reached through,
 	// first hop first (TunnelSpec.Jumps). No client sends it: the service
-	// fills it from a stored host's route (JumpsOf), and JSON never does.
+	// fills it from a stored host's route (sourceHostId, or JumpsOf), and
+	// JSON never does.
 	Jumps []JumpHop `json:"-"`
+
+	// sourceFrom and endpointFrom name the stored hosts that resolve
+	// filled the source's and the endpoint's fields from
+	// ("sourceHostId: host 7"), for messages; their ids are the hops'
+	// HostID.
+	sourceFrom, endpointFrom string
+	sourceID, endpointID     int64
 }
 
 // JumpHop is one jump host of a tunnel's source, with its credentials, as
@@ -83,6 +99,11 @@ type JumpHop struct {
 	KeyPassword string
 	KeyType     string // empty is auto
 	HostKey     string // a pin, as sourceHostKey; empty trusts the first key seen
+	// HostID is the stored host the hop was read from (0: none), which
+	// the tunnel's record keeps (TunnelHop.HostID).
+	HostID int64
+	// from names the stored host for messages, when resolve read it.
+	from string
 }
 
 // JumpsOf returns the jump hops of a route of stored hosts, first hop
@@ -97,6 +118,7 @@ func JumpsOf(route []*hostchain.Host) []JumpHop {
 		out[i] = JumpHop{
 			IP: r.IP, SSHPort: r.Port, Username: r.Username, AuthMethod: string(r.AuthType),
 			Password: r.Password, SSHKey: r.Key, KeyPassword: r.KeyPassword, KeyType: r.KeyType,
+			HostID: r.ID,
 		}
 	}
 	return out
@@ -104,7 +126,7 @@ func JumpsOf(route []*hostchain.Host) []JumpHop {
 
 func (j *JumpHop) input(i int) hopInput {
 	in := hopInput{fmt.Sprintf("jumps[%d].", i), j.IP, j.Username, j.Password, j.AuthMethod,
-		j.SSHKey, j.KeyPassword, j.HostKey, nil, nil}
+		j.SSHKey, j.KeyPassword, j.HostKey, nil, nil, j.from, j.HostID}
 	if j.SSHPort != 0 {
 		in.port = &j.SSHPort
 	}
@@ -122,6 +144,38 @@ type hopInput struct {
 	keyPassword, hostKey              string
 	port                              *int
 	keyType                           *string
+	// from names the stored host the fields were read from (resolve), and
+	// hostID is its id. Its errors name the host's fields (ip, port,
+	// authType…) after it: "sourceHostId: host 7: password is required
+	// when authType is password". The pin (hostKey) is the request's
+	// own whatever from says.
+	from   string
+	hostID int64
+}
+
+// hostFields are the names of a stored host's fields, by the names of a
+// request's (after the prefix).
+var hostFields = map[string]string{
+	"IP": "ip", "SSHPort": "port", "Username": "username", "Password": "password",
+	"AuthMethod": "authType", "SSHKey": "key", "KeyPassword": "keyPassword", "KeyType": "keyType",
+}
+
+// field names the hop's field: the request's ("sourceIP"), or the stored
+// host's ("ip") when the hop was read from one.
+func (in *hopInput) field(name string) string {
+	if in.from != "" {
+		return hostFields[name]
+	}
+	return in.prefix + name
+}
+
+// ipField names the hop's address for messages that stand alone: the
+// request's field, or the stored host's after the host.
+func (in *hopInput) ipField() string {
+	if in.from != "" {
+		return in.from + ": ip"
+	}
+	return in.field("IP")
 }
 
 // maxSecrets bounds the credentials of all of a tunnel's hops together, in
@@ -215,16 +269,40 @@ func secretsSize(c *sshdeck.TunnelCredentials) int {
 
 func (req *ConnectRequest) source() hopInput {
 	return hopInput{"source", req.SourceIP, req.SourceUsername, req.SourcePassword, req.SourceAuthMethod,
-		req.SourceSSHKey, req.SourceKeyPassword, req.SourceHostKey, req.SourceSSHPort, req.SourceKeyType}
+		req.SourceSSHKey, req.SourceKeyPassword, req.SourceHostKey, req.SourceSSHPort, req.SourceKeyType,
+		req.sourceFrom, req.sourceID}
 }
 
 func (req *ConnectRequest) endpoint() hopInput {
 	return hopInput{"endpoint", req.EndpointIP, req.EndpointUsername, req.EndpointPassword, req.EndpointAuthMethod,
-		req.EndpointSSHKey, req.EndpointKeyPassword, req.EndpointHostKey, req.EndpointSSHPort, req.EndpointKeyType}
+		req.EndpointSSHKey, req.EndpointKeyPassword, req.EndpointHostKey, req.EndpointSSHPort, req.EndpointKeyType,
+		req.endpointFrom, req.endpointID}
 }
 
+// parse checks the hop: its pin, named as the request's field, then the
+// rest (fields).
 func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
-	f := func(name string) string { return in.prefix + name }
+	var pin string
+	if in.hostKey != "" {
+		name := in.prefix + "HostKey"
+		if err := check.Limit(name, &in.hostKey, maxHostKeyPin); err != nil {
+			return sshdeck.TunnelHop{}, sshdeck.Credentials{}, err
+		}
+		var err error
+		if pin, err = ParsePin(in.hostKey); err != nil {
+			return sshdeck.TunnelHop{}, sshdeck.Credentials{}, check.Invalid("%s %s", name, sshdeck.ErrorMessage(err))
+		}
+	}
+	h, creds, err := in.fields()
+	if err != nil && in.from != "" {
+		err = sshdeck.Errorf(sshdeck.ErrorCode(err), "%s: %s", in.from, sshdeck.ErrorMessage(err))
+	}
+	h.HostKey, h.HostID = pin, in.hostID
+	return h, creds, err
+}
+
+func (in *hopInput) fields() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
+	f := in.field
 	h := sshdeck.TunnelHop{
 		IP:       in.ip,
 		SSHPort:  check.OrDefault(in.port, sshdeck.DefaultSSHPort),
@@ -251,7 +329,6 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 		check.Plain(f("KeyPassword"), in.keyPassword, ""),
 		// A key spans lines (PEM, OpenSSH): line ends and tabs pass.
 		check.Plain(f("SSHKey"), in.key, "\r\n\t"),
-		check.Limit(f("HostKey"), &in.hostKey, maxHostKeyPin),
 	)
 	if err != nil {
 		return h, sshdeck.Credentials{}, err
@@ -260,11 +337,6 @@ func (in hopInput) parse() (sshdeck.TunnelHop, sshdeck.Credentials, error) {
 	// method must not hide a typo that a later switch to key would meet.
 	if !sshkey.ValidKeyType(h.KeyType) {
 		return h, sshdeck.Credentials{}, check.Invalid("%s must be \"auto\" or an SSH key algorithm", f("KeyType"))
-	}
-	if in.hostKey != "" {
-		if h.HostKey, err = ParsePin(in.hostKey); err != nil {
-			return h, sshdeck.Credentials{}, check.Invalid("%s %s", f("HostKey"), sshdeck.ErrorMessage(err))
-		}
 	}
 	// Only the credentials the method uses are kept: a stored tunnel holds
 	// no secret it does not need.

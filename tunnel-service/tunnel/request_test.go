@@ -138,7 +138,7 @@ func TestJumpHostsDenied(t *testing.T) {
 }
 
 // TestJumpsOf: a host route's records become jump hops as they are, first
-// hop first.
+// hop first, each with its host's id.
 func TestJumpsOf(t *testing.T) {
 	if tunnel.JumpsOf(nil) != nil {
 		t.Error("no route: want no jump hops")
@@ -148,8 +148,8 @@ func TestJumpsOf(t *testing.T) {
 		{Host: &sshdeck.Host{ID: 5, HostConfig: sshdeck.HostConfig{IP: "10.0.0.7", Port: 22, Username: "b", AuthType: sshdeck.AuthKey, KeyType: "ssh-ed25519"}}, Credentials: sshdeck.Credentials{Key: "KEY", KeyPassword: "kp"}},
 	}
 	want := []tunnel.JumpHop{
-		{IP: "bastion.example.com", SSHPort: 2222, Username: "a", AuthMethod: "password", Password: "pw", KeyType: "auto"},
-		{IP: "10.0.0.7", SSHPort: 22, Username: "b", AuthMethod: "key", SSHKey: "KEY", KeyPassword: "kp", KeyType: "ssh-ed25519"},
+		{IP: "bastion.example.com", SSHPort: 2222, Username: "a", AuthMethod: "password", Password: "pw", KeyType: "auto", HostID: 3},
+		{IP: "10.0.0.7", SSHPort: 22, Username: "b", AuthMethod: "key", SSHKey: "KEY", KeyPassword: "kp", KeyType: "ssh-ed25519", HostID: 5},
 	}
 	if got := tunnel.JumpsOf(route); !reflect.DeepEqual(got, want) {
 		t.Errorf("JumpsOf:\n got  %+v\n want %+v", got, want)
