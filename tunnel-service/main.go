@@ -32,6 +32,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/app/awschain"
 	"github.com/sshdeck/sshdeck/shared/config"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
@@ -69,6 +70,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	opts := tunnel.OptionsFrom(cfg)
 	opts.Log = log
+	// The hosts a connect request names by id (sourceHostId,
+	// endpointHostId), read with the caller as their owner.
+	opts.Hosts = &hostchain.Reader{Store: a.Store, Sealer: a.Sealer, Max: opts.JumpLimit}
 	tunnels := tunnel.NewManager(a.Store, a.Sealer, opts)
 	handler := tunnelapi.New(tunnelapi.Config{
 		Manager:       tunnels,

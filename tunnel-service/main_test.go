@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ import (
 	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/secret"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
@@ -194,6 +198,70 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	}
 	if status, body := call(t, "GET", b.url+"/healthz", "", nil); status != http.StatusOK {
 		t.Fatalf("healthz: %d %s", status, body)
+	}
+}
+
+// TestStoredHostsOverDynamoDB: a tunnel-service process over DynamoDB
+// (minidyn) and KMS (a fake) connects a tunnel whose source (behind a
+// stored jump host) and endpoint are the caller's stored hosts, saved as
+// the API saves them, their credentials sealed under KMS: it reads them
+// with the IAM actions and partitions of the service's task role alone.
+func TestStoredHostsOverDynamoDB(t *testing.T) {
+	sshdtest.Require(t)
+	key, pub := sshdtest.NewKey(t, "")
+	cfg := sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{pub}}
+	jump, source, endpoint := sshdtest.Start(t, cfg), sshdtest.Start(t, cfg), sshdtest.Start(t, cfg)
+	echo := sshdtest.StartEcho(t)
+	db, keys := dynamotest.Start(t), kmstest.Start(t)
+	store := dynamo.New(db.Client, db.Table)
+	admin := auth.NewAdmin(store, nil, nil)
+	if _, err := admin.AddUser(t.Context(), "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := admin.CreateToken(t.Context(), "alice", "test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := mustUser(t, store)
+	svc := hosts.NewService(store, secret.NewSealer(secret.NewKMSKeyring(keys.Client(), keys.KeyID)), nil)
+	save := func(name string, port int, hops ...sshdeck.JumpHost) int64 {
+		r, err := svc.Create(t.Context(), alice, &hosts.Input{Name: name, IP: "127.0.0.1", Port: &port, Username: "root", Key: &key, JumpHosts: hops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	jumpID := save("jump", jump.Port)
+	sourceID := save("source", source.Port, sshdeck.JumpHost{HostID: jumpID})
+	endpointID := save("endpoint", endpoint.Port)
+	env := append(os.Environ(), db.Env()...)
+	env = append(env, "SSHDECK_KMS_KEY_ID="+keys.KeyID, "AWS_ENDPOINT_URL_KMS="+keys.URL)
+
+	db.ResetCalls()
+	t.Cleanup(func() { db.CheckPolicy(t, "tunnel service", iam.TunnelServicePolicy()) })
+	r := startReplica(t, env, "a")
+	port := sshdtest.FreePort(t)
+	status, body := call(t, "POST", r.url+"/ssh/tunnel/connect", token, map[string]any{
+		"name": "stored", "sourceHostId": sourceID, "endpointHostId": endpointID,
+		"sourcePort": echo, "endpointPort": port, "maxRetries": 100, "retryInterval": 200,
+	})
+	if status != http.StatusOK {
+		t.Fatalf("connect: %d %s", status, body)
+	}
+	sshdtest.WaitUntil(t, "connected", func() bool {
+		status, body := call(t, "GET", r.url+"/ssh/tunnel/status/stored", token, nil)
+		return status == http.StatusOK && strings.Contains(string(body), `"status":"connected"`)
+	})
+	if err := sshdtest.RoundTrip(port, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if clients, err := source.Clients(); err != nil || len(clients) == 0 || !jump.Holds(clients[0]) {
+		t.Errorf("the source's connections come from %v (%v), not from the jump host's sshd", clients, err)
+	}
+	// The host reads are GetItems of the owner's partition, as the known
+	// hosts' are; CheckPolicy holds every call to the role's policy.
+	if pks := db.LeadingKeys()["dynamodb:GetItem"]; !slices.Contains(pks, "OWNER#"+alice) {
+		t.Errorf("GetItem on %v, want the hosts' OWNER#%s among them", pks, alice)
 	}
 }
 

@@ -111,7 +111,7 @@ func hostileRoutes(t *testing.T) []route {
 // 4xx of the body's making): the field mutations start from them.
 func validBodies() map[string]map[string]any {
 	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	host := map[string]any{"name": "web", "ip": "10.0.0.5", "username": "deploy", "port": 22, "tags": []string{"a"}}
+	host := map[string]any{"name": "web", "ip": "10.0.0.5", "username": "deploy", "port": 22, "tags": []string{"a"}, "jumpHosts": []map[string]any{}}
 	file := map[string]any{"path": "/etc/hosts", "hostId": 1}
 	connect := map[string]any{
 		"name": "web", "sourceIP": "192.0.2.1", "sourceUsername": "a", "sourcePassword": "pw",
@@ -287,6 +287,21 @@ func hostileCases(t *testing.T, token string) []hostile {
 	}
 	add(hostile{name: "POST /ssh/db/host: endpointHost an option", method: "POST", path: "/ssh/db/host", contentType: "application/json",
 		body: with(host, "tunnelConnections", `[{"sourcePort":1,"endpointPort":2,"endpointHost":"-oProxyCommand=id"}]`), want: 400, code: sshdeck.Invalid, says: "endpointHost"})
+	// Jump hosts: ids that are no id, and hosts that are not the caller's
+	// (the suite's hosts are few: 999999 is none, and so none of another
+	// user's can be named either way).
+	for _, hops := range []string{`[{"hostId":"1"}]`, `[{"hostId":-1}]`, `[{"hostId":0}]`, `[{"hostId":1e400}]`, `[{"hostId":99999999999999999999}]`,
+		`[{"hostId":1.5}]`, `[{"hostId":null}]`, `[{}]`, `[null]`, `[[1]]`, `["1"]`, `[{"hostId":{"$gt":0}}]`, `[{"hostId":999999}]`,
+		`[{"hostId":999999},{"hostId":999999}]`, `[` + strings.Repeat(`{"hostId":999999},`, 20000) + `{"hostId":1}]`} {
+		for _, target := range []struct{ method, path string }{{"POST", "/ssh/db/host"}, {"PUT", "/ssh/db/host/1"}} {
+			name := hops
+			if len(name) > 64 {
+				name = name[:64] + "…"
+			}
+			add(hostile{name: target.method + " host: jumpHosts " + name, method: target.method, path: target.path, contentType: "application/json",
+				body: with(host, "jumpHosts", hops), want: 400, code: sshdeck.Invalid, says: "jumpHosts"})
+		}
+	}
 	// Multipart host bodies.
 	for what, mp := range map[string]struct {
 		data string
@@ -300,6 +315,8 @@ func hostileCases(t *testing.T, token string) []hostile {
 		"data part an option ip":      {`{"ip":"-oProxyCommand=id","username":"u"}`, nil, 400},
 		"data part deeply nested":     {strings.Repeat("[", 20000), nil, 400},
 		"key part a control sequence": {`{"ip":"10.0.0.5","username":"u"}`, []byte("\x1b]0;pwned\x07"), 400},
+		"data part a missing hop":     {`{"ip":"10.0.0.5","username":"u","jumpHosts":[{"hostId":999999}]}`, nil, 400},
+		"data part a hop of no id":    {`{"ip":"10.0.0.5","username":"u","jumpHosts":[{"hostId":"x"}]}`, nil, 400},
 	} {
 		ct, body := multipartHost(mp.data, mp.key)
 		for _, target := range []struct{ method, path string }{{"POST", "/ssh/db/host"}, {"PUT", "/ssh/db/host/1"}} {

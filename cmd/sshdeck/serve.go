@@ -15,6 +15,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/api"
 	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/config"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/web"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
@@ -87,6 +88,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// fixed name lets it resume its own autoStart tunnels at once after a
 	// crash, instead of waiting for their leases to expire.
 	tunnelOpts.Holder, tunnelOpts.Log = "local", log
+	tunnelOpts.Hosts = &hostchain.Reader{Store: a.Store, Sealer: a.Sealer, Max: tunnelOpts.JumpLimit}
 	tunnels := tunnel.NewManager(a.Store, a.Sealer, tunnelOpts)
 
 	tunnelHandler := tunnelapi.New(tunnelapi.Config{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})

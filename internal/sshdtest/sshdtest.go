@@ -1,4 +1,4 @@
-// Package sshdtest runs real OpenSSH sshd servers on 127.0.0.1 for the
+// Package sshdtest runs real OpenSSH sshd servers on loopback for the
 // tests of the SSH tunnel service: it logs in with keys or passwords, opens
 // direct-tcpip channels and asks for remote forwards (tcpip-forward), and
 // the tests kill and restart the servers to check that tunnels recover.
@@ -90,6 +90,16 @@ type Config struct {
 	// key that logged in, each forward). DEBUG1 adds the algorithms each
 	// connection negotiated.
 	LogLevel string
+	// ListenAddress is the IPv4 address to listen on; empty is 127.0.0.1.
+	// Every address of 127.0.0.0/8 is this machine's on Linux, so several
+	// servers can stand for hosts at addresses of their own.
+	ListenAddress string
+	// Options are sshd_config lines written before this package's own,
+	// which they override: sshd takes the first value of a keyword (e.g.
+	// "AllowTcpForwarding local", "PermitOpen 127.0.0.3:2222",
+	// "AllowUsers alice"). A Match block goes last in a config; none may
+	// be given here.
+	Options []string
 }
 
 // Server is a running (or killed) sshd. Its methods are safe for
@@ -98,7 +108,7 @@ type Config struct {
 // that they called FailNow on a parent). A Server made by New, outside any
 // test, has Close instead; its Kill and Restart panic on failure.
 type Server struct {
-	// Addr is "127.0.0.1:<Port>".
+	// Addr is "<ListenAddress>:<Port>" ("127.0.0.1:<Port>" by default).
 	Addr string
 	// Port is the TCP port sshd listens on, the same across restarts.
 	Port int
@@ -184,8 +194,20 @@ func New(cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	listen := cfg.ListenAddress
+	if listen == "" {
+		listen = "127.0.0.1"
+	}
+	if ip := net.ParseIP(listen); ip == nil || ip.To4() == nil {
+		return nil, fmt.Errorf("sshdtest: ListenAddress %q is not an IPv4 address", listen)
+	}
+	for _, o := range cfg.Options {
+		if strings.ContainsAny(o, "\r\n") || strings.HasPrefix(strings.ToLower(strings.TrimSpace(o)), "match") {
+			return nil, fmt.Errorf("sshdtest: option %q is not one line of sshd_config outside a Match block", o)
+		}
+	}
 	s := &Server{
-		Addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Addr:    net.JoinHostPort(listen, strconv.Itoa(port)),
 		Port:    port,
 		HostKey: hostPub,
 		dir:     dir,
@@ -212,7 +234,7 @@ func New(cfg Config) (_ *Server, err error) {
 		// sshd refuses a host key that others may read.
 		{hostKeyPath, pem.EncodeToMemory(block), 0o600},
 		{keysPath, keys.Bytes(), 0o644},
-		{s.config, []byte(sshdConfig(port, hostKeyPath, keysPath, s.pidPath, logLevel)), 0o644},
+		{s.config, []byte(sshdConfig(listen, port, hostKeyPath, keysPath, s.pidPath, logLevel, cfg.Options)), 0o644},
 	} {
 		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
 			return nil, fmt.Errorf("sshdtest: %w", err)
@@ -240,12 +262,18 @@ func (s *Server) Close() error {
 	return err
 }
 
-// sshdConfig is the server's sshd_config. Everything the tunnel service
-// does is allowed, and nothing makes sshd refuse or slow down connections
-// that tests open quickly and in numbers.
-func sshdConfig(port int, hostKey, authorizedKeys, pidFile, logLevel string) string {
+// sshdConfig is the server's sshd_config: the test's options first, which
+// win over the defaults after them. By default everything the tunnel
+// service does is allowed, and nothing makes sshd refuse or slow down
+// connections that tests open quickly and in numbers.
+func sshdConfig(listen string, port int, hostKey, authorizedKeys, pidFile, logLevel string, options []string) string {
+	var own strings.Builder
+	for _, o := range options {
+		own.WriteString(o + "\n")
+	}
 	return fmt.Sprintf(`# Written by sshdtest.
-ListenAddress 127.0.0.1
+# The test's own options, which win: sshd takes a keyword's first value.
+%sListenAddress %s
 Port %d
 HostKey %s
 PidFile %s
@@ -271,7 +299,7 @@ PerSourceMaxStartups none
 MaxSessions 200
 # VERBOSE logs each connection, the key that logged in and each forward.
 LogLevel %s
-`, port, hostKey, pidFile, authorizedKeys, logLevel)
+`, own.String(), listen, port, hostKey, pidFile, authorizedKeys, logLevel)
 }
 
 // start starts sshd and waits until it is ready, or says why it did not

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -353,5 +354,63 @@ func waitRefused(t *testing.T, addr string) {
 			t.Fatalf("%s still not refusing connections after 10s (last: %v)", addr, err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestClients: a server of its own address takes the test's options over
+// its defaults (a jump host that opens channels only to the next host and
+// does no remote forwarding), and tells who holds each connection to it:
+// the test for the outer host, the outer host's sshd for the inner one,
+// which the outer host reaches through a direct-tcpip channel.
+func TestClients(t *testing.T) {
+	sshdtest.Require(t)
+	keyPEM, pub := sshdtest.NewKey(t, "")
+	key, err := ssh.ParsePrivateKey([]byte(keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := sshdtest.Start(t, sshdtest.Config{ListenAddress: "127.0.0.3", AuthorizedKeys: []ssh.PublicKey{pub}})
+	outer := sshdtest.Start(t, sshdtest.Config{
+		ListenAddress:  "127.0.0.2",
+		AuthorizedKeys: []ssh.PublicKey{pub},
+		Options:        []string{"AllowTcpForwarding local", "PermitOpen " + inner.Addr},
+	})
+	if want := "127.0.0.2:" + strconv.Itoa(outer.Port); outer.Addr != want {
+		t.Fatalf("Addr %q, want %q", outer.Addr, want)
+	}
+	c := login(t, outer, "root", ssh.PublicKeys(key))
+	if _, err := c.Listen("tcp", "127.0.0.1:0"); err == nil {
+		t.Error("AllowTcpForwarding local: a remote forward was allowed")
+	}
+	if conn, err := c.Dial("tcp", "127.0.0.1:"+strconv.Itoa(inner.Port)); err == nil {
+		conn.Close()
+		t.Error("PermitOpen: a channel to another address was allowed")
+	}
+	through, err := c.Dial("tcp", inner.Addr)
+	if err != nil {
+		t.Fatalf("a channel to %s: %v", inner.Addr, err)
+	}
+	defer through.Close()
+	sc, chans, reqs, err := ssh.NewClientConn(through, inner.Addr, &ssh.ClientConfig{
+		User: "root", Auth: []ssh.AuthMethod{ssh.PublicKeys(key)}, HostKeyCallback: ssh.FixedHostKey(inner.HostKey),
+	})
+	if err != nil {
+		t.Fatalf("logging in to %s through %s: %v", inner.Addr, outer.Addr, err)
+	}
+	defer ssh.NewClient(sc, chans, reqs).Close()
+
+	clients, err := outer.Clients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clients) != 1 || clients[0] != os.Getpid() {
+		t.Errorf("%s's clients: %v, want this test (%d)", outer.Addr, clients, os.Getpid())
+	}
+	clients, err = inner.Clients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clients) != 1 || !outer.Holds(clients[0]) || inner.Holds(clients[0]) {
+		t.Errorf("%s's clients: %v, want one process of %s's sshd (%d)", inner.Addr, clients, outer.Addr, outer.Pid())
 	}
 }

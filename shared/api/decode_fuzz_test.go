@@ -17,7 +17,8 @@ import (
 // host's checks. Whatever the body, it answers a host or an error of the
 // client's codes (never Internal, which would be a 500), and a host that
 // passes its checks holds no invalid UTF-8, no control character outside a
-// key, and an ip that is an address. mode chooses the body: 0 JSON, 1 a
+// key, an ip that is an address, and jump hosts of positive ids, each
+// once. mode chooses the body: 0 JSON, 1 a
 // multipart body with a as the data part and b as the key file, 2 b as a
 // multipart body of boundary "B" as it is. Seeds:
 // testdata/fuzz/FuzzDecodeHostInput.
@@ -57,6 +58,13 @@ func FuzzDecodeHostInput(f *testing.F) {
 		}
 		if err := check.Address("ip", in.IP); err != nil {
 			t.Fatalf("ip %q passed: %v", in.IP, err)
+		}
+		seen := map[int64]bool{}
+		for _, hop := range in.JumpHosts {
+			if hop.HostID < 1 || seen[hop.HostID] {
+				t.Fatalf("jumpHosts %v passed", in.JumpHosts)
+			}
+			seen[hop.HostID] = true
 		}
 		texts := append([]string{in.Name, in.IP, in.Username, in.Folder, in.DefaultPath}, in.Tags...)
 		for _, tc := range in.TunnelConnections {

@@ -68,6 +68,21 @@ func appendHost(b []byte, rec *hosts.Record) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = append(b, `,"jumpHosts":`...)
+	if rec.JumpHosts == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, hop := range rec.JumpHosts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"hostId":`...)
+			b = strconv.AppendInt(b, hop.HostID, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	b = appendField(b, "password", rec.Password)
 	b = appendField(b, "key", rec.Key)
 	b = appendField(b, "keyPassword", rec.KeyPassword)

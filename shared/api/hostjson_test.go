@@ -58,6 +58,12 @@ func randomRecord(r *rand.Rand) *hosts.Record {
 			}
 		}
 	}
+	if n := r.IntN(4); n > 0 {
+		rec.JumpHosts = make([]sshdeck.JumpHost, n-1)
+		for i := range rec.JumpHosts {
+			rec.JumpHosts[i] = sshdeck.JumpHost{HostID: r.Int64() - r.Int64()}
+		}
+	}
 	return rec
 }
 
@@ -76,11 +82,12 @@ func TestAppendHostIsJSON(t *testing.T) {
 // FuzzAppendHost: any string in any field is written as encoding/json
 // writes it.
 func FuzzAppendHost(f *testing.F) {
-	for _, s := range awkward {
-		f.Add(s, s)
+	for i, s := range awkward {
+		f.Add(s, s, int64(i))
 	}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		rec := &hosts.Record{ID: 1, HostConfig: sshdeck.HostConfig{Name: a, Tags: []string{b, a}}, Credentials: sshdeck.Credentials{Key: b}}
+	f.Add("", "", int64(-1<<63))
+	f.Fuzz(func(t *testing.T, a, b string, hop int64) {
+		rec := &hosts.Record{ID: 1, HostConfig: sshdeck.HostConfig{Name: a, Tags: []string{b, a}, JumpHosts: []sshdeck.JumpHost{{HostID: hop}, {HostID: 1}}}, Credentials: sshdeck.Credentials{Key: b}}
 		if got, want := appendHost(nil, rec), encodingJSON(t, rec); !bytes.Equal(got, want) {
 			t.Fatalf("appendHost wrote\n%q\nencoding/json\n%q", got, want)
 		}
@@ -88,7 +95,8 @@ func FuzzAppendHost(f *testing.F) {
 }
 
 // BenchmarkAppendHost: a host as the benchmarks store them (a password,
-// two tags, a tunnel connection), by appendHost and by encoding/json.
+// two tags, a tunnel connection, no jump hosts), by appendHost and by
+// encoding/json.
 func BenchmarkAppendHost(b *testing.B) {
 	rec := &hosts.Record{
 		ID: 123,
@@ -97,6 +105,7 @@ func BenchmarkAppendHost(b *testing.B) {
 			Tags: []string{"prod", "eu"}, AuthType: sshdeck.AuthPassword, KeyType: "auto",
 			EnableTerminal: true, EnableTunnel: true, EnableFileManager: true, DefaultPath: "/",
 			TunnelConnections: []sshdeck.TunnelConnection{{SourcePort: 8080, EndpointPort: 80, EndpointHost: "db", MaxRetries: 3, RetryInterval: 5}},
+			JumpHosts:         []sshdeck.JumpHost{},
 		},
 		Credentials: sshdeck.Credentials{Password: "correct horse battery staple"},
 		CreatedAt:   time.Date(2026, 11, 24, 12, 0, 0, 123e6, time.UTC),

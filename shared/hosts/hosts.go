@@ -1,6 +1,7 @@
 // Package hosts holds the rules of host records above any store: validation,
 // defaults, the keep-absent-credentials merge of an update, sealing of
-// credential fields, conditional writes and ownership.
+// credential fields, conditional writes, ownership and the jump hosts'
+// chains (chain.go).
 package hosts
 
 import (
@@ -8,10 +9,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/config"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/sshkey"
@@ -58,8 +59,9 @@ func (p *Precondition) version() (version int64, ok bool) {
 // Service applies the host rules over a store.
 type Service struct {
 	// Limits are the deployment's limits (config.Limits; FromApp sets
-	// them from the settings): Hosts per user is enforced here. NewService
-	// sets config.DefaultLimits, and a zero limit is its default.
+	// them from the settings): Hosts per user and JumpHosts per chain are
+	// enforced here. NewService sets config.DefaultLimits, and a zero
+	// limit is its default.
 	Limits config.Limits
 
 	store  sshdeck.HostStore
@@ -124,6 +126,10 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if err := checkKey(cfg, creds); err != nil {
 		return nil, err
 	}
+	// Before an id is spent: a new host cannot be in any chain yet.
+	if err := s.checkChain(ctx, owner, 0, cfg.JumpHosts); err != nil {
+		return nil, err
+	}
 	id, err := s.store.NextHostID(ctx, owner)
 	if err != nil {
 		return nil, err
@@ -152,9 +158,10 @@ func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input,
 }
 
 // readMergeWrite reads the host, merges the input over it, checks the key
-// and writes the result conditioned on the version read, retrying a lost
-// race without a precondition.
+// and the jump hosts and writes the result conditioned on the version
+// read, retrying a lost race without a precondition.
 func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cfg sshdeck.HostConfig, in *Input, ifMatch *Precondition) (*Record, error) {
+	chainChecked := false
 	for attempt := 1; ; attempt++ {
 		cur, err := s.store.Host(ctx, owner, id)
 		if err != nil {
@@ -162,6 +169,14 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 		}
 		if !ifMatch.Allows(cur.Version) {
 			return nil, preconditionFailed(id)
+		}
+		// The chain is the input's whatever the host held: checked once,
+		// once the host is known to exist and the precondition to hold.
+		if !chainChecked {
+			if err := s.checkChain(ctx, owner, id, cfg.JumpHosts); err != nil {
+				return nil, err
+			}
+			chainChecked = true
 		}
 		stored, err := s.open(ctx, cur)
 		if err != nil {
@@ -258,14 +273,8 @@ func checkKey(cfg sshdeck.HostConfig, creds sshdeck.Credentials) error {
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Millisecond) }
 
-// ad names a field of the host for the additional data of its envelope.
-func ad(h *sshdeck.Host) func(field string) string {
-	id := strconv.FormatInt(h.ID, 10)
-	return func(field string) string { return secret.AD("host", h.Owner, id, field) }
-}
-
 func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Credentials, prev *secret.Previous) (sshdeck.SealedCredentials, error) {
-	sealed, err := s.sealer.SealCredentials(ctx, creds, ad(h), prev)
+	sealed, err := s.sealer.SealCredentials(ctx, creds, hostchain.AD(h), prev)
 	if err != nil {
 		return sealed, fmt.Errorf("host %d: %w", h.ID, err)
 	}
@@ -273,11 +282,7 @@ func (s *Service) seal(ctx context.Context, h *sshdeck.Host, creds sshdeck.Crede
 }
 
 func (s *Service) open(ctx context.Context, h *sshdeck.Host) (sshdeck.Credentials, error) {
-	creds, err := s.sealer.OpenCredentials(ctx, h.Sealed, ad(h))
-	if err != nil {
-		return creds, fmt.Errorf("host %d: %w", h.ID, err)
-	}
-	return creds, nil
+	return hostchain.Open(ctx, s.sealer, h)
 }
 
 func (s *Service) record(ctx context.Context, h *sshdeck.Host) (*Record, error) {
@@ -302,6 +307,9 @@ func recordOf(h *sshdeck.Host, creds sshdeck.Credentials) Record {
 	}
 	if cfg.TunnelConnections == nil {
 		cfg.TunnelConnections = []sshdeck.TunnelConnection{}
+	}
+	if cfg.JumpHosts == nil {
+		cfg.JumpHosts = []sshdeck.JumpHost{}
 	}
 	return Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
 }

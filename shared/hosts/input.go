@@ -41,9 +41,12 @@ type Input struct {
 	EnableFileManager *bool         `json:"enableFileManager"`
 	DefaultPath       string        `json:"defaultPath"`
 	TunnelConnections []TunnelInput `json:"tunnelConnections"`
-	Password          *string       `json:"password"`
-	Key               *string       `json:"key"`
-	KeyPassword       *string       `json:"keyPassword"`
+	// JumpHosts are checked here on their own (positive, no duplicates),
+	// and against the store by the service (chain.go).
+	JumpHosts   []sshdeck.JumpHost `json:"jumpHosts"`
+	Password    *string            `json:"password"`
+	Key         *string            `json:"key"`
+	KeyPassword *string            `json:"keyPassword"`
 }
 
 // TunnelInput is a tunnel connection as a client sends it.
@@ -82,6 +85,10 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 		EnableFileManager: check.OrDefault(in.EnableFileManager, true),
 		DefaultPath:       in.DefaultPath,
 		TunnelConnections: []sshdeck.TunnelConnection{},
+		JumpHosts:         in.JumpHosts,
+	}
+	if c.JumpHosts == nil {
+		c.JumpHosts = []sshdeck.JumpHost{}
 	}
 	if c.Tags == nil {
 		c.Tags = []string{}
@@ -128,6 +135,7 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 		checks = append(checks, err)
 		c.TunnelConnections = append(c.TunnelConnections, tc)
 	}
+	checks = append(checks, checkHops(c.JumpHosts))
 	for _, err := range checks {
 		if err != nil {
 			return sshdeck.HostConfig{}, err
@@ -157,4 +165,22 @@ func (t *TunnelInput) connection(field string) (sshdeck.TunnelConnection, error)
 		}
 	}
 	return tc, nil
+}
+
+// checkHops checks a list of jump hosts on its own: positive ids, each
+// once. A host twice in one chain is a mistake, never a route. How many
+// there may be is the service's limit (config.Limits.JumpHosts), checked
+// with the store; a map keeps this linear however long the list.
+func checkHops(hops []sshdeck.JumpHost) error {
+	seen := make(map[int64]int, len(hops))
+	for i, hop := range hops {
+		if hop.HostID < 1 {
+			return check.Invalid("jumpHosts[%d].hostId must be a positive host id", i)
+		}
+		if j, dup := seen[hop.HostID]; dup {
+			return check.Invalid("jumpHosts[%d]: host %d is jumpHosts[%d] already; a chain passes each host once", i, hop.HostID, j)
+		}
+		seen[hop.HostID] = i
+	}
+	return nil
 }

@@ -32,6 +32,18 @@ type HostConfig struct {
 	EnableFileManager bool               `json:"enableFileManager"`
 	DefaultPath       string             `json:"defaultPath"`
 	TunnelConnections []TunnelConnection `json:"tunnelConnections"`
+	// JumpHosts is the chain the service goes through to reach the host,
+	// first hop first (from the service outwards), as OpenSSH's ProxyJump
+	// lists it; each hop is another host of the same owner, reached through
+	// its own JumpHosts in turn. Stores keep the ids as given: the rules
+	// (the hop exists, no cycle, the chain's length) are shared/hosts'.
+	JumpHosts []JumpHost `json:"jumpHosts"`
+}
+
+// JumpHost is one hop of a host's chain: another host of its owner, by id
+// (Termix's field: jumpHosts: [{"hostId": N}, …]).
+type JumpHost struct {
+	HostID int64 `json:"hostId"`
 }
 
 // TunnelConnection is a tunnel a host offers to start from its configuration.
@@ -119,6 +131,12 @@ type HostStore interface {
 // max hosts (config.Limits.Hosts), the same from every store.
 func HostsExceeded(max int) *Error {
 	return Errorf(LimitExceeded, "limit of hosts per user reached: you have %d, the most you may have (SSHDECK_LIMIT_HOSTS); delete one first", max)
+}
+
+// JumpHostsExceeded is the error of a host whose route, its jump hosts and
+// theirs, would have more than max hops (config.Limits.JumpHosts).
+func JumpHostsExceeded(max int) *Error {
+	return Errorf(LimitExceeded, "limit of jump hosts per chain reached: the route to the host would pass more than %d hosts, counting the jump hosts' own (SSHDECK_LIMIT_JUMP_HOSTS); shorten the chain", max)
 }
 
 // Store is everything a deployment persists.

@@ -39,8 +39,8 @@ const (
 	TunnelErrUnknown        TunnelError = "unknown"
 )
 
-// TunnelHop is one SSH host of a tunnel (the source or the endpoint), its
-// credentials aside.
+// TunnelHop is one SSH host of a tunnel (a jump host, the source or the
+// endpoint), its credentials aside.
 type TunnelHop struct {
 	IP       string   `json:"ip"`
 	SSHPort  int      `json:"sshPort"`
@@ -50,17 +50,31 @@ type TunnelHop struct {
 	// HostKey pins the host's key (a SHA256: fingerprint or an
 	// authorized_keys line); empty trusts the first key seen (KnownHost).
 	HostKey string `json:"hostKey,omitempty"`
+	// HostID is the owner's stored host this hop was read from when the
+	// tunnel was connected (a request's sourceHostId or endpointHostId, or
+	// a hop of the source's route); 0 when the request gave the hop's
+	// fields itself. The hop's fields and sealed credentials are copies,
+	// so that running the tunnel reads no host; the id tells which
+	// tunnels a change of the host concerns.
+	HostID int64 `json:"hostId,omitempty"`
 }
 
 // TunnelSpec is what a connect request asks for, its credentials aside:
 // connections to the endpoint's 127.0.0.1:EndpointPort are carried to the
 // source's 127.0.0.1:SourcePort.
 type TunnelSpec struct {
-	HostName     string    `json:"hostName"`
-	Source       TunnelHop `json:"source"`
-	Endpoint     TunnelHop `json:"endpoint"`
-	SourcePort   int       `json:"sourcePort"`
-	EndpointPort int       `json:"endpointPort"`
+	HostName string `json:"hostName"`
+	// Jumps is the chain the service goes through to reach the source,
+	// first hop first (from the service outwards), as ssh -J lists it: the
+	// first is dialled by the service, each later one and then the source
+	// by the hop before it. Empty: the source is dialled directly. No
+	// client sends it: the service fills it from the route of a stored
+	// host (tunnel.ConnectRequest.Jumps).
+	Jumps        []TunnelHop `json:"jumps,omitempty"`
+	Source       TunnelHop   `json:"source"`
+	Endpoint     TunnelHop   `json:"endpoint"`
+	SourcePort   int         `json:"sourcePort"`
+	EndpointPort int         `json:"endpointPort"`
 	// MaxRetries is how many consecutive failures are retried (0: none).
 	MaxRetries int `json:"maxRetries"`
 	// RetryInterval is the pause before a retry.
@@ -74,14 +88,16 @@ type TunnelSpec struct {
 // TunnelCredentials are a tunnel's secrets in plaintext, in memory only:
 // every store receives SealedTunnelCredentials.
 type TunnelCredentials struct {
+	Jumps    []Credentials // one per TunnelSpec.Jumps, in its order
 	Source   Credentials
 	Endpoint Credentials
 }
 
 // SealedTunnelCredentials are TunnelCredentials sealed field by field.
 type SealedTunnelCredentials struct {
-	Source   SealedCredentials `json:"source"`
-	Endpoint SealedCredentials `json:"endpoint"`
+	Jumps    []SealedCredentials `json:"jumps,omitempty"` // one per TunnelSpec.Jumps
+	Source   SealedCredentials   `json:"source"`
+	Endpoint SealedCredentials   `json:"endpoint"`
 }
 
 // TunnelStatus is what a tunnel's runner last reported.

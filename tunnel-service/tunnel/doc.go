@@ -4,7 +4,8 @@
 // calls the Manager's exported methods (Connect, Disconnect, Delete,
 // Status, Statuses, Subscribe) and nothing else.
 //
-// A tunnel opens SSH to its source host, SSH to its endpoint host through the
+// A tunnel opens SSH to its source host (through the source's jump hosts,
+// when it has any, hop by hop), SSH to its endpoint host through the
 // source (as ssh -J would), asks the endpoint to listen on
 // 127.0.0.1:endpointPort, and carries every connection made there to the
 // source's 127.0.0.1:sourcePort: the effect of `ssh -R` run on the source.
@@ -12,10 +13,12 @@
 // The pieces, one file each:
 //   - request.go: a connect request checked into a tunnel's spec and
 //     credentials (the SSH fields' limits are sshdeck's, shared with hosts);
-//   - dial.go: the two SSH hops, their authentication, denied address ranges;
+//   - dial.go: the SSH hops, their authentication, denied address ranges;
+//   - chain.go: a source's jump hosts, their connections and what broke;
 //   - channel.go: the few parts of an ssh.Client a tunnel needs, without its
 //     goroutines;
-//   - hostkey.go: host key pins and the first key remembered per owner/address;
+//   - hostkey.go: host key pins and the first key remembered per owner,
+//     address and the path to it;
 //   - forward.go: the remote forward and the copying of each connection;
 //   - keepalive.go: dead-peer detection;
 //   - failure.go: why an attempt failed, and whether a retry may mend it;

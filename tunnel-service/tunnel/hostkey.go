@@ -54,7 +54,7 @@ type verifier struct {
 	keys    *hostKeys
 	ctx     context.Context
 	owner   string
-	addr    string // where the key is remembered: the hop's address, the endpoint's with its source
+	addr    string // where the key is remembered: the hop's address, with the path to it (newPath)
 	pin     string
 	known   string      // the key remembered for addr, read by prepare
 	checked atomic.Bool // set by the callback, which runs in the handshake's goroutine
@@ -123,7 +123,22 @@ func (v *verifier) check(key ssh.PublicKey) error {
 }
 
 func (v *verifier) mismatch(want string, key ssh.PublicKey) error {
+	return &keyMismatch{presented: key, want: want}
+}
+
+// keyMismatch is the host key check's error for a key that is not the one
+// expected; handshake makes it the failure, naming the host (the verifier,
+// which lives as long as its connection, holds no name of its own).
+type keyMismatch struct {
+	presented ssh.PublicKey
+	want      string
+}
+
+func (e *keyMismatch) Error() string { return "the host key is not " + e.want }
+
+// failure names the host that presented the key.
+func (e *keyMismatch) failure(host string) *failure {
 	return fail(sshdeck.TunnelErrHostKey, false, nil,
 		"%s presented host key %s, which is not %s: the host was replaced, or someone is in the middle",
-		v.addr, ssh.FingerprintSHA256(key), want)
+		host, ssh.FingerprintSHA256(e.presented), e.want)
 }

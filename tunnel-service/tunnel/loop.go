@@ -93,7 +93,8 @@ func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Durat
 // serve is the tunnel's one goroutine while it is up: besides keepalives
 // and stable (which fires once the tunnel has been up for stableAfter),
 // it serves what the two connections' peers send (sshConn), which x/crypto
-// hands over on channels that close when the connection ends.
+// hands over on channels that close when the connection ends (a source's
+// jump hosts are served by goroutines of their own: chain.go).
 func (r *runner) serve(ctx context.Context, fw *forward, ka *keepalives, stable <-chan time.Time, retries int) *failure {
 	l := fw.link
 	for {
@@ -102,32 +103,32 @@ func (r *runner) serve(ctx context.Context, fw *forward, ka *keepalives, stable 
 			return nil
 		case nc, ok := <-l.endpoint.chans:
 			if !ok {
-				return l.endpoint.ended()
+				return l.ended(l.endpoint)
 			}
 			fw.accept(nc)
 		case req, ok := <-l.endpoint.reqs:
 			if !ok {
-				return l.endpoint.ended()
+				return l.ended(l.endpoint)
 			}
 			refuseRequest(req)
 		case req, ok := <-l.hop:
 			if !ok {
-				return l.endpoint.ended()
+				return l.ended(l.endpoint)
 			}
 			refuseRequest(req)
 		case nc, ok := <-l.source.chans:
 			if !ok {
-				return l.source.ended()
+				return l.ended(l.source)
 			}
 			refuseChannel(nc)
 		case req, ok := <-l.source.reqs:
 			if !ok {
-				return l.source.ended()
+				return l.ended(l.source)
 			}
 			refuseRequest(req)
 		case a := <-ka.answers:
 			if err := a.k.answered(a.err); err != nil {
-				return asFailure(err, "tunnel")
+				return l.failed(err)
 			}
 		case <-ka.ticker.C:
 			if err := ka.tick(); err != nil {

@@ -19,9 +19,10 @@ type Options struct {
 	// Holder names this replica in leases; it must differ between live
 	// replicas. Default: the host name and a random suffix.
 	Holder string
-	// Deny are address ranges that the hops the service dials itself (the
-	// source) may not be in, besides AlwaysDeny, which every hop is checked
-	// against whatever Deny says: SSHDECK_TUNNEL_DENY_CIDRS.
+	// Deny are address ranges that the hop the service dials itself (the
+	// first jump host, or the source when there is none) may not be in,
+	// besides AlwaysDeny, which every hop is checked against whatever Deny
+	// says: SSHDECK_TUNNEL_DENY_CIDRS.
 	Deny []netip.Prefix
 	// MinRetryInterval is the floor a request's retryInterval is raised to
 	// (1 s, API.md's). Only tests lower it, to retry fast.
@@ -53,6 +54,14 @@ type Options struct {
 	// StreamLimit is the most status streams one owner may have open on
 	// this replica (config.Limits.Streams, 4).
 	StreamLimit int
+	// JumpLimit is the most jump hosts a tunnel's source may be reached
+	// through (config.Limits.JumpHosts, 8), as a host's route may have.
+	JumpLimit int
+	// Hosts reads the stored hosts that a connect request names by id
+	// (sourceHostId, endpointHostId; stored.go): a hostchain.Reader over
+	// the service's store and sealer with Max JumpLimit. Without it such
+	// a request is 400.
+	Hosts Hosts
 	// ForgetAfter is how long a tunnel that is neither to run nor
 	// autoStart is kept after it stopped (24 h); SweepEvery how often the
 	// replica looks for such tunnels to forget, at a reconcile (1 h).
@@ -79,6 +88,7 @@ func (o *Options) defaults() {
 	setDefault(&o.StreamPoll, 2*time.Second)
 	setDefault(&o.TunnelLimit, config.DefaultLimits.Tunnels)
 	setDefault(&o.StreamLimit, config.DefaultLimits.Streams)
+	setDefault(&o.JumpLimit, config.DefaultLimits.JumpHosts)
 	setDefault(&o.ForgetAfter, DefaultForgetAfter)
 	setDefault(&o.SweepEvery, time.Hour)
 	if o.Resolver == nil {
@@ -239,14 +249,27 @@ func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
 // restarts it at its next heartbeat. A new name past the owner's
 // TunnelLimit is LimitExceeded.
 func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
-	name, spec, creds, err := req.parse(m.opts.MinRetryInterval)
+	req, err := m.resolve(ctx, owner, req)
 	if err != nil {
 		return err
 	}
-	if err := m.dialer.checkAllowed(ctx, "sourceIP", spec.Source.IP, roleSource); err != nil {
+	name, spec, creds, err := req.parse(m.opts.MinRetryInterval, m.opts.JumpLimit)
+	if err != nil {
 		return err
 	}
-	if err := m.dialer.checkAllowed(ctx, "endpointIP", spec.Endpoint.IP, roleEndpoint); err != nil {
+	// The first hop is the service's to dial; every later one the hop's
+	// before it (denyList).
+	for i, h := range spec.Jumps {
+		in := req.Jumps[i].input(i)
+		if err := m.dialer.checkAllowed(ctx, in.ipField(), h.IP, i > 0); err != nil {
+			return err
+		}
+	}
+	src, dst := req.source(), req.endpoint()
+	if err := m.dialer.checkAllowed(ctx, src.ipField(), spec.Source.IP, len(spec.Jumps) > 0); err != nil {
+		return err
+	}
+	if err := m.dialer.checkAllowed(ctx, dst.ipField(), spec.Endpoint.IP, true); err != nil {
 		return err
 	}
 	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)
@@ -389,7 +412,7 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	m.runs[k] = r
 	m.mu.Unlock()
 	rn := &runner{
-		owner: t.Owner, name: t.Name, spec: t.Spec, creds: creds,
+		owner: t.Owner, name: t.Name, spec: &t.Spec, creds: creds,
 		dialer:      m.dialer,
 		keepalive:   m.opts.KeepaliveInterval,
 		misses:      m.opts.KeepaliveMisses,

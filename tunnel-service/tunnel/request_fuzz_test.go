@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sshdeck/sshdeck/shared/check"
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
 )
@@ -33,12 +34,12 @@ func FuzzConnectRequest(f *testing.F) {
 		var spec sshdeck.TunnelSpec
 		var creds sshdeck.TunnelCredentials
 		if err == nil {
-			_, spec, creds, err = req.parse(MinRetryInterval * time.Millisecond)
+			_, spec, creds, err = req.parse(MinRetryInterval*time.Millisecond, config.DefaultLimits.JumpHosts)
 		}
 		if err == nil {
-			err = d.checkAllowed(context.Background(), "sourceIP", spec.Source.IP, roleSource)
+			err = d.checkAllowed(context.Background(), "sourceIP", spec.Source.IP, false)
 			if err == nil {
-				err = d.checkAllowed(context.Background(), "endpointIP", spec.Endpoint.IP, roleEndpoint)
+				err = d.checkAllowed(context.Background(), "endpointIP", spec.Endpoint.IP, true)
 			}
 		}
 		if err != nil {

@@ -21,7 +21,9 @@ import (
 // serve) is in loop.go; what it reports and decides is made here.
 type runner struct {
 	owner, name string
-	spec        sshdeck.TunnelSpec
+	// spec is the spec of the record the run holds (run.tunnel), which
+	// nothing changes: a new generation is a new run.
+	spec        *sshdeck.TunnelSpec
 	creds       sshdeck.TunnelCredentials
 	dialer      *dialer
 	keepalive   time.Duration
@@ -71,11 +73,10 @@ func (r *runner) failed(state sshdeck.TunnelState, retries int, f *failure) sshd
 	return sshdeck.TunnelStatus{State: state, RetryCount: retries, Reason: f.msg, Error: f.kind}
 }
 
-// connect dials both hops and sets up the forward.
+// connect dials every hop (the jump hosts, the source, the endpoint) and
+// sets up the forward.
 func (r *runner) connect(ctx context.Context) (*forward, *failure) {
-	src := hop{TunnelHop: r.spec.Source, creds: r.creds.Source, role: roleSource}
-	dst := hop{TunnelHop: r.spec.Endpoint, creds: r.creds.Endpoint, role: roleEndpoint}
-	l, err := r.dialer.dial(ctx, r.owner, src, dst)
+	l, err := r.dialer.dial(ctx, r.owner, newPath(r.spec, &r.creds))
 	if err != nil {
 		return nil, asFailure(err, "tunnel")
 	}

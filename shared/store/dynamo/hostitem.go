@@ -1,6 +1,8 @@
 package dynamo
 
 import (
+	"strconv"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -13,10 +15,10 @@ const attrVersion = "version"
 // hostAttrs is a host as stored, by hand rather than by reflection: a list
 // decodes a page of up to 1000 of them (BenchmarkDecodeHosts). Numbers are
 // N, flags BOOL, times stamps (S); tags is an L of S, tunnelConnections an
-// L of M, sealed an M of B (sealedAttrs). An empty list, map or binary is
-// left out.
+// L of M, jumpHosts an L of N (host ids, first hop first), sealed an M of
+// B (sealedAttrs). An empty list, map or binary is left out.
 func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
-	a := newAttrs(20)
+	a := newAttrs(21)
 	a["owner"] = str(h.Owner)
 	a["id"] = num(h.ID)
 	a[attrVersion] = num(h.Version)
@@ -34,6 +36,7 @@ func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
 	a["enableFileManager"] = boolean(h.EnableFileManager)
 	a["defaultPath"] = str(h.DefaultPath)
 	putMaps(a, "tunnelConnections", h.TunnelConnections, tunnelConnectionAttrs)
+	putJumpHosts(a, h.JumpHosts)
 	putMap(a, "sealed", sealedAttrs(&h.Sealed))
 	putTime(a, "createdAt", h.CreatedAt)
 	putTime(a, "updatedAt", h.UpdatedAt)
@@ -42,6 +45,8 @@ func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
 
 // decodeHost reads the item of hostAttrs, of either schema version: 1 wrote
 // nil tags and tunnelConnections as NULL, which fields reads as absent.
+// jumpHosts was added within version 2: an item without it (every item
+// written before it) has none, which is what its absence means.
 func decodeHost(item map[string]types.AttributeValue) (*sshdeck.Host, error) {
 	f, d := decode(item)
 	h := &sshdeck.Host{
@@ -63,6 +68,7 @@ func decodeHost(item map[string]types.AttributeValue) (*sshdeck.Host, error) {
 			EnableFileManager: f.bool("enableFileManager"),
 			DefaultPath:       f.str("defaultPath"),
 			TunnelConnections: listOfMaps(f, "tunnelConnections", decodeTunnelConnection),
+			JumpHosts:         decodeJumpHosts(f),
 		},
 		Sealed:    decodeSealed(f.nested("sealed")),
 		CreatedAt: f.time("createdAt"),
@@ -94,6 +100,29 @@ func decodeTunnelConnection(f fields) sshdeck.TunnelConnection {
 		RetryInterval: f.int("retryInterval"),
 		AutoStart:     f.bool("autoStart"),
 	}
+}
+
+// putJumpHosts sets a host's jumpHosts, an L of N (the hops' host ids in
+// the chain's order), leaving an empty list out.
+func putJumpHosts(a map[string]types.AttributeValue, hops []sshdeck.JumpHost) {
+	if len(hops) == 0 {
+		return
+	}
+	l := make([]types.AttributeValue, len(hops))
+	for i, hop := range hops {
+		l[i] = num(hop.HostID)
+	}
+	a["jumpHosts"] = &types.AttributeValueMemberL{Value: l}
+}
+
+func decodeJumpHosts(f fields) []sshdeck.JumpHost {
+	return listOf(f, "jumpHosts", "a list of host ids", func(n *types.AttributeValueMemberN) sshdeck.JumpHost {
+		id, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			f.fail("jumpHosts", "a list of host ids")
+		}
+		return sshdeck.JumpHost{HostID: id}
+	})
 }
 
 // sealedAttrs is a host's or a tunnel hop's sealed credentials: password,

@@ -152,7 +152,24 @@ func tunnelKey(owner, name string) key { return key{tunnelsPK, tunnelSKPrefix(ow
 // owner's partition beside the hosts (HOST#), which it does not start.
 const knownHostSKPrefix = "KNOWNHOST#"
 
-func knownHostKey(owner, addr string) key { return key{ownerPK(owner), knownHostSKPrefix + addr} }
+// maxSortKey is DynamoDB's limit of a sort key, in bytes.
+const maxSortKey = 1024
+
+// knownHostKey is the key of the owner's known host at addr:
+// KNOWNHOST#<addr>, or KNOWNHOST##<hex SHA-256 of addr> for an address
+// that would make the sort key longer than DynamoDB's 1024 bytes (a host
+// reached through a chain of jump hosts with long names, which the tunnel
+// engine remembers as "<addr> via <addr> via …"). No address starts with
+// '#', so the two forms never meet; the item's addr attribute holds the
+// address whole. Known hosts are only ever read by address, never listed.
+func knownHostKey(owner, addr string) key {
+	sk := knownHostSKPrefix + addr
+	if len(sk) > maxSortKey {
+		sum := sha256.Sum256([]byte(addr))
+		sk = knownHostSKPrefix + "#" + hex.EncodeToString(sum[:])
+	}
+	return key{ownerPK(owner), sk}
+}
 
 // loginKey is a user's login secrets (password hash, sealed TOTP secrets):
 // a partition of their own rather than the user's. IAM tells items apart by

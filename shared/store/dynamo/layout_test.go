@@ -68,6 +68,7 @@ func TestHostItem(t *testing.T) {
 	h := newHost("alice", 1, 1)
 	h.CreatedAt = time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.FixedZone("UTC+2", 2*3600))
 	h.Sealed.Key = []byte{0xff, 0x00}
+	h.JumpHosts = []sshdeck.JumpHost{{HostID: 7}, {HostID: 1 << 40}}
 	if _, err := s.NextHostID(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +93,19 @@ func TestHostItem(t *testing.T) {
 		if got := attr(sealed.Value, name); got != want {
 			t.Errorf("host item's sealed.%s: got %s, want %s", name, got, want)
 		}
+	}
+	// jumpHosts is an L of N, in the chain's order.
+	var hops []string
+	if l, ok := item["jumpHosts"].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			hops = append(hops, attr(map[string]types.AttributeValue{"v": v}, "v"))
+		}
+	}
+	if got := strings.Join(hops, " "); got != "N:7 N:1099511627776" {
+		t.Errorf("host item's jumpHosts: got %#v, want an L of N:7, N:1099511627776", item["jumpHosts"])
+	}
+	if got, err := s.Host(t.Context(), "alice", 1); err != nil || len(got.JumpHosts) != 2 || got.JumpHosts[1].HostID != 1<<40 {
+		t.Errorf("the host read back: %+v, %v", got, err)
 	}
 	if got := attr(rawItem(t, srv, "OWNER#alice", "SEQ#HOST"), "n"); got != "N:1" {
 		t.Errorf("counter item's n: got %s, want N:1", got)
@@ -267,9 +281,9 @@ func TestEmptyAndNil(t *testing.T) {
 	ctx := t.Context()
 	s, srv := start(t)
 	empty := newHost("alice", 1, 1)
-	empty.Tags, empty.TunnelConnections, empty.Sealed = []string{}, []sshdeck.TunnelConnection{}, sshdeck.SealedCredentials{}
+	empty.Tags, empty.TunnelConnections, empty.JumpHosts, empty.Sealed = []string{}, []sshdeck.TunnelConnection{}, []sshdeck.JumpHost{}, sshdeck.SealedCredentials{}
 	null := newHost("alice", 2, 1)
-	null.Tags, null.TunnelConnections = nil, nil
+	null.Tags, null.TunnelConnections, null.JumpHosts = nil, nil, nil
 	for _, h := range []*sshdeck.Host{empty, null} {
 		if err := s.CreateHost(ctx, h, 1000); err != nil {
 			t.Fatal(err)
@@ -284,15 +298,15 @@ func TestEmptyAndNil(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []*sshdeck.Host{got, listed[0], listed[1]} {
-		if len(h.Tags) != 0 || len(h.TunnelConnections) != 0 {
-			t.Errorf("host %d with empty lists: got tags %#v, tunnelConnections %#v", h.ID, h.Tags, h.TunnelConnections)
+		if len(h.Tags) != 0 || len(h.TunnelConnections) != 0 || len(h.JumpHosts) != 0 {
+			t.Errorf("host %d with empty lists: got tags %#v, tunnelConnections %#v, jumpHosts %#v", h.ID, h.Tags, h.TunnelConnections, h.JumpHosts)
 		}
 	}
 	if got.Sealed.Password != nil || got.Sealed.Key != nil || got.Sealed.KeyPassword != nil {
 		t.Errorf("host without credentials: got %+v", got.Sealed)
 	}
 	item := rawItem(t, srv, "OWNER#alice", fmt.Sprintf("HOST#%019d", 1))
-	for _, name := range []string{"tags", "tunnelConnections", "sealed"} {
+	for _, name := range []string{"tags", "tunnelConnections", "jumpHosts", "sealed"} {
 		if _, ok := item[name]; ok {
 			t.Errorf("the item of a host with empty %s stores it: %v", name, item[name])
 		}
@@ -487,6 +501,24 @@ func TestKnownHostItem(t *testing.T) {
 	} {
 		if got := attr(item, name); got != want {
 			t.Errorf("known host's %s: got %s, want %s", name, got, want)
+		}
+	}
+
+	// An address that would make the sort key longer than 1024 bytes is
+	// keyed by its hash, and kept whole in addr; one byte less is not.
+	for _, n := range []int{1014, 1015} {
+		addr := strings.Repeat("h", n-3) + ":22"
+		k := &sshdeck.KnownHost{Owner: "usr_a", Addr: addr, Key: "ssh-ed25519 BBBB", CreatedAt: at}
+		if err := s.AddKnownHost(t.Context(), k); err != nil {
+			t.Fatal(err)
+		}
+		sk := "KNOWNHOST#" + addr
+		if n > 1014 {
+			sum := sha256.Sum256([]byte(addr))
+			sk = "KNOWNHOST##" + hex.EncodeToString(sum[:])
+		}
+		if got := attr(rawItem(t, srv, "OWNER#usr_a", sk), "addr"); got != "S:"+addr {
+			t.Errorf("known host of a %d-byte address: addr %.40s…", n, got)
 		}
 	}
 }

@@ -44,6 +44,13 @@ func TestRouteCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	several := &hosts.Precondition{Versions: []int64{2, 3}}
+	// A host behind rec, and a body naming it: the route is rec, hop.
+	hop, err := svc.Create(ctx, "u-1", &hosts.Input{IP: "10.0.0.6", Username: "deploy", JumpHosts: []sshdeck.JumpHost{{HostID: rec.ID}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chained := &hosts.Input{IP: "10.0.0.7", Username: "deploy", JumpHosts: []sshdeck.JumpHost{{HostID: hop.ID}}}
+	var behind *hosts.Record
 
 	steps := []struct {
 		route string
@@ -68,6 +75,11 @@ func TestRouteCalls(t *testing.T) {
 			return fmt.Errorf("a stale If-Match: %v, want PreconditionFailed", err)
 		}, map[string]int{"GetItem": 1}},
 		{"update-host, If-Match naming several versions", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, several); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		// Each host of the route is read once: hop, then rec.
+		{"create-host, behind a hop behind another", func() error { behind, err = svc.Create(ctx, "u-1", chained); return err },
+			map[string]int{"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}},
+		{"update-host, behind a hop behind another", func() error { _, err := svc.Update(ctx, "u-1", behind.ID, chained, nil); return err },
+			map[string]int{"GetItem": 3, "PutItem": 1}},
 		// The host goes with its count of shortcuts (a BatchWriteItem).
 		{"delete-host, If-Match naming several versions", func() error { return svc.Delete(ctx, "u-1", rec.ID, several) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
 	}

@@ -25,15 +25,17 @@ const (
 
 // tunnelAttrs is a tunnel as stored but its lease: owner, name (S),
 // generation (N), run (BOOL), spec and status (M: specAttrs, statusAttrs),
-// sealed (M of source and endpoint, each sealedAttrs; absent when both are
-// empty), createdAt and updatedAt (S, stamps).
+// sealed (M of source and endpoint, each sealedAttrs, and jumps, an L of
+// sealedAttrs, one per spec.jumps, absent when there are none; sealed is
+// absent when all are empty), createdAt and updatedAt (S, stamps).
 func tunnelAttrs(t *sshdeck.Tunnel) map[string]types.AttributeValue {
 	a := newAttrs(9)
 	a["owner"] = str(t.Owner)
 	a["name"] = str(t.Name)
 	a[attrGeneration] = num(t.Generation)
 	a["spec"] = &types.AttributeValueMemberM{Value: specAttrs(&t.Spec)}
-	sealed := make(map[string]types.AttributeValue, 2)
+	sealed := make(map[string]types.AttributeValue, 3)
+	putSealedJumps(sealed, t.Sealed.Jumps)
 	putMap(sealed, "source", sealedAttrs(&t.Sealed.Source))
 	putMap(sealed, "endpoint", sealedAttrs(&t.Sealed.Endpoint))
 	putMap(a, attrSealed, sealed)
@@ -56,6 +58,7 @@ func decodeTunnel(item map[string]types.AttributeValue) (*sshdeck.Tunnel, error)
 		Generation: f.int64(attrGeneration),
 		Spec:       decodeSpec(f.nested("spec")),
 		Sealed: sshdeck.SealedTunnelCredentials{
+			Jumps:    decodeSealedJumps(sealed),
 			Source:   decodeSealed(sealed.nested("source")),
 			Endpoint: decodeSealed(sealed.nested("endpoint")),
 		},
@@ -74,11 +77,45 @@ func decodeTunnel(item map[string]types.AttributeValue) (*sshdeck.Tunnel, error)
 	return decoded(t, d, "tunnel")
 }
 
+// putSealedJumps sets the sealed credentials of a tunnel's jump hosts, an
+// L with one element per hop in the spec's order: sealedAttrs, or NULL for
+// a hop without any (never an empty M, which minidyn, the tests'
+// DynamoDB, turns into NULL and then mangles within a list). An empty list
+// is left out.
+func putSealedJumps(a map[string]types.AttributeValue, jumps []sshdeck.SealedCredentials) {
+	if len(jumps) == 0 {
+		return
+	}
+	l := make([]types.AttributeValue, len(jumps))
+	for i := range jumps {
+		if m := sealedAttrs(&jumps[i]); len(m) > 0 {
+			l[i] = &types.AttributeValueMemberM{Value: m}
+		} else {
+			l[i] = &types.AttributeValueMemberNULL{Value: true}
+		}
+	}
+	a["jumps"] = &types.AttributeValueMemberL{Value: l}
+}
+
+func decodeSealedJumps(f fields) []sshdeck.SealedCredentials {
+	return listOf(f, "jumps", "a list of maps", func(v types.AttributeValue) sshdeck.SealedCredentials {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberM:
+			return decodeSealed(fields{m: v.Value, d: f.d})
+		case *types.AttributeValueMemberNULL:
+			return sshdeck.SealedCredentials{}
+		}
+		f.fail("jumps", "a list of maps")
+		return sshdeck.SealedCredentials{}
+	})
+}
+
 // specAttrs is a tunnel's spec: hostName (S), source and endpoint (M,
-// hopAttrs), sourcePort, endpointPort, maxRetries (N), retryInterval (N,
+// hopAttrs), jumps (L of M, hopAttrs, first hop first; absent when there
+// are none), sourcePort, endpointPort, maxRetries (N), retryInterval (N,
 // nanoseconds), autoStart, isPinned (BOOL).
 func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
+	a := map[string]types.AttributeValue{
 		"hostName":      str(s.HostName),
 		"source":        &types.AttributeValueMemberM{Value: hopAttrs(&s.Source)},
 		"endpoint":      &types.AttributeValueMemberM{Value: hopAttrs(&s.Endpoint)},
@@ -89,11 +126,17 @@ func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 		"autoStart":     boolean(s.AutoStart),
 		"isPinned":      boolean(s.IsPinned),
 	}
+	putMaps(a, "jumps", s.Jumps, hopAttrs)
+	return a
 }
 
+// decodeSpec reads specAttrs. jumps was added within version 2: a spec
+// without it (every one written before it) is of a tunnel whose source is
+// dialled directly, which is what its absence means.
 func decodeSpec(f fields) sshdeck.TunnelSpec {
 	return sshdeck.TunnelSpec{
 		HostName:      f.str("hostName"),
+		Jumps:         listOfMaps(f, "jumps", decodeHop),
 		Source:        decodeHop(f.nested("source")),
 		Endpoint:      decodeHop(f.nested("endpoint")),
 		SourcePort:    f.int("sourcePort"),
@@ -106,7 +149,10 @@ func decodeSpec(f fields) sshdeck.TunnelSpec {
 }
 
 // hopAttrs is a hop of a tunnel's spec: ip, username, authMethod, keyType
-// (S), sshPort (N), hostKey (S, absent when empty: no key pinned).
+// (S), sshPort (N), hostKey (S, absent when empty: no key pinned), hostId
+// (N, the stored host it was read from, absent when the request gave the
+// hop inline; added within version 2, so its absence means what it
+// always did).
 func hopAttrs(h *sshdeck.TunnelHop) map[string]types.AttributeValue {
 	a := map[string]types.AttributeValue{
 		"ip":         str(h.IP),
@@ -117,6 +163,9 @@ func hopAttrs(h *sshdeck.TunnelHop) map[string]types.AttributeValue {
 	}
 	if h.HostKey != "" {
 		a["hostKey"] = str(h.HostKey)
+	}
+	if h.HostID != 0 {
+		a["hostId"] = num(h.HostID)
 	}
 	return a
 }
@@ -129,6 +178,7 @@ func decodeHop(f fields) sshdeck.TunnelHop {
 		Auth:     sshdeck.AuthType(f.str("authMethod")),
 		KeyType:  f.str("keyType"),
 		HostKey:  f.str("hostKey"),
+		HostID:   f.int64("hostId"),
 	}
 }
 

@@ -48,6 +48,8 @@ func goldenHost() *sshdeck.Host {
 				{SourcePort: 15432, EndpointPort: 5432, EndpointHost: "127.0.0.1", MaxRetries: 3, RetryInterval: 10, AutoStart: true},
 				{SourcePort: 16379, EndpointPort: 6379, EndpointHost: "cache.internal", MaxRetries: 0, RetryInterval: 5},
 			},
+			// Ids of one byte and of several, as varints.
+			JumpHosts: []sshdeck.JumpHost{{HostID: 7}, {HostID: 1 << 40}, {HostID: 299}},
 		},
 		Sealed: sshdeck.SealedCredentials{
 			Password:    []byte{0x01, 0x02, 0x03},
@@ -89,6 +91,37 @@ func TestGoldenHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	same(t, "the golden host decoded", got, h)
+}
+
+// TestGoldenHostFormat1: a host as schemas 4 and 5 wrote it (format 1,
+// without jump hosts) reads as it did, with none. The file is
+// TestGoldenHost's host.bin of before format 2, kept as it was: -update
+// never rewrites it.
+func TestGoldenHostFormat1(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", "host-format1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data[0] != hostFormat1 {
+		t.Fatalf("host-format1.bin starts with format %d", data[0])
+	}
+	want := goldenHost()
+	want.JumpHosts = nil
+	got := new(sshdeck.Host)
+	if err := decodeHost(hostKey(want.ID), data, got); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "the format 1 host decoded", got, want)
+	// Written again, it is format 2, and the same host.
+	again := hostRecordOf(got).appendTo(nil)
+	if again[0] != hostFormat {
+		t.Fatalf("a format 1 host is written in format %d", again[0])
+	}
+	got2 := new(sshdeck.Host)
+	if err := decodeHost(hostKey(want.ID), again, got2); err != nil {
+		t.Fatal(err)
+	}
+	same(t, "the format 1 host written again", got2, want)
 }
 
 // TestGoldenRecords pins the JSON of every other kind, each written by the

@@ -211,11 +211,18 @@ func hostKey(id int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(id))
 }
 
-// hostFormat is the format byte that starts every host record: the fields
-// of hostRecord in the order of appendTo. A change of the fields needs a
-// new format byte, which decode must go on reading or a migration (see
-// prepare in store.go) must rewrite.
-const hostFormat = 1
+// hostFormat is the format byte that starts every host record written:
+// the fields of hostRecord in the order of appendTo. A change of the
+// fields needs a new format byte, which decode must go on reading or a
+// migration (see prepare in store.go) must rewrite.
+//
+// Format 1 (schemas 4 and 5) lacked jumpHosts; decode reads it as a host
+// without jump hosts, and its next write makes it format 2. No migration
+// rewrites it: the two differ by one list that format 1 has empty.
+const (
+	hostFormat1 = 1
+	hostFormat  = 2
+)
 
 // hostRecord is a host as stored: the store's own fields, whatever
 // sshdeck.Host and the API call theirs. The owner and the id are also the
@@ -231,7 +238,8 @@ type hostRecord struct {
 	pin, terminal, tunnel, fileManager bool
 	authType, keyType, defaultPath     string
 	tunnels                            []hostTunnelRecord
-	password, key, keyPassword         []byte // sealed, nil when empty
+	jumpHosts                          []int64 // host ids, first hop first
+	password, key, keyPassword         []byte  // sealed, nil when empty
 	createdAt, updatedAt               time.Time
 }
 
@@ -275,6 +283,9 @@ func hostRecordOf(h *sshdeck.Host) *hostRecord {
 		keyPassword: h.Sealed.KeyPassword,
 		createdAt:   h.CreatedAt,
 		updatedAt:   h.UpdatedAt,
+	}
+	for _, j := range h.JumpHosts {
+		r.jumpHosts = append(r.jumpHosts, j.HostID)
 	}
 	for _, t := range h.TunnelConnections {
 		r.tunnels = append(r.tunnels, hostTunnelRecord{
@@ -328,6 +339,12 @@ func (r *hostRecord) toHost(h *sshdeck.Host) {
 			}
 		}
 	}
+	if len(r.jumpHosts) > 0 {
+		h.JumpHosts = make([]sshdeck.JumpHost, len(r.jumpHosts))
+		for i, id := range r.jumpHosts {
+			h.JumpHosts[i] = sshdeck.JumpHost{HostID: id}
+		}
+	}
 }
 
 // appendTo appends the record in format hostFormat to b:
@@ -345,6 +362,8 @@ func (r *hostRecord) toHost(h *sshdeck.Host) {
 //	tunnels                count, then each: sourcePort, endpointPort (int),
 //	                       endpointHost (string), maxRetries,
 //	                       retryInterval (int), autoStart (bool)
+//	jumpHosts              count, then each a host id (int); absent from
+//	                       format 1, which decode reads as none
 //	password, key,
 //	keyPassword            bytes
 //	createdAt, updatedAt   time
@@ -375,6 +394,10 @@ func (r *hostRecord) appendTo(b []byte) []byte {
 		b = appendInt(b, int64(t.retryInterval))
 		b = appendBool(b, t.autoStart)
 	}
+	b = appendCount(b, len(r.jumpHosts))
+	for _, id := range r.jumpHosts {
+		b = appendInt(b, id)
+	}
 	b = appendBytes(b, r.password)
 	b = appendBytes(b, r.key)
 	b = appendBytes(b, r.keyPassword)
@@ -389,12 +412,13 @@ func bitIf(set bool, bit byte) byte {
 	return 0
 }
 
-// decode reads a record that appendTo wrote; an error for anything else.
-// Empty lists come back nil.
+// decode reads a record that appendTo wrote, in format 2 or in format 1;
+// an error for anything else. Empty lists come back nil.
 func (r *hostRecord) decode(data []byte) error {
 	d := newDecoder(data)
-	if f := d.byte(); d.err == nil && f != hostFormat {
-		return fmt.Errorf("unknown host format %d", f)
+	format := d.byte()
+	if d.err == nil && format != hostFormat && format != hostFormat1 {
+		return fmt.Errorf("unknown host format %d", format)
 	}
 	r.owner = d.string()
 	r.id = d.int64()
@@ -429,6 +453,15 @@ func (r *hostRecord) decode(data []byte) error {
 			t.maxRetries = d.int()
 			t.retryInterval = d.int()
 			t.autoStart = d.bool()
+		}
+	}
+	if format != hostFormat1 {
+		// A host id takes a byte at least.
+		if n := d.count(1); n > 0 {
+			r.jumpHosts = make([]int64, n)
+			for i := range r.jumpHosts {
+				r.jumpHosts[i] = d.int64()
+			}
 		}
 	}
 	r.password = d.bytes()

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -19,6 +21,7 @@ func TestUpdateHostEmpties(t *testing.T) {
 	h := &sshdeck.Host{Owner: "alice", ID: 1, Version: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	h.Tags = []string{"a"}
 	h.TunnelConnections = []sshdeck.TunnelConnection{{SourcePort: 1, EndpointPort: 2, EndpointHost: "h"}}
+	h.JumpHosts = []sshdeck.JumpHost{{HostID: 2}}
 	h.Sealed = sshdeck.SealedCredentials{Password: []byte{1}, Key: []byte{2}, KeyPassword: []byte{3}}
 	if err := s.CreateHost(ctx, h, 1000); err != nil {
 		t.Fatal(err)
@@ -31,7 +34,7 @@ func TestUpdateHostEmpties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Version != 2 || len(h.Tags) != 0 || len(h.TunnelConnections) != 0 || h.Sealed.Password != nil || h.Sealed.Key != nil || h.Sealed.KeyPassword != nil {
+	if h.Version != 2 || len(h.Tags) != 0 || len(h.TunnelConnections) != 0 || len(h.JumpHosts) != 0 || h.Sealed.Password != nil || h.Sealed.Key != nil || h.Sealed.KeyPassword != nil {
 		t.Fatalf("host after an update emptying it: %+v", h)
 	}
 }
@@ -52,7 +55,10 @@ func TestDecodeHostCorrupt(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{
 		"a byte after the end": append(slices.Clone(good), 0),
-		"format 2":             append([]byte{2}, good[1:]...),
+		"format 3":             append([]byte{3}, good[1:]...),
+		// Format 1 has no jump hosts: format 2's bytes read as format 1
+		// leave the list's bytes over.
+		"format 2 as format 1": append([]byte{hostFormat1}, good[1:]...),
 		"JSON":                 []byte(`{"owner":"alice","id":1}`),
 		"a huge owner":         {hostFormat, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"a huge tag count":     hostRecordOf(&sshdeck.Host{}).appendTo(nil)[:10],
@@ -80,6 +86,9 @@ func FuzzDecodeHost(f *testing.F) {
 	f.Add(hostRecordOf(benchHost("alice", 7)).appendTo(nil))
 	f.Add(hostRecordOf(&sshdeck.Host{}).appendTo(nil))
 	f.Add([]byte{hostFormat})
+	if format1, err := os.ReadFile(filepath.Join("testdata", "golden", "host-format1.bin")); err == nil {
+		f.Add(format1)
+	}
 	f.Add([]byte(`{"owner":"alice","id":1,"version":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var r hostRecord

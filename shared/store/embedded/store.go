@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in prepare when the layout changes.
-const schemaVersion = 5
+const schemaVersion = 6
 
 var (
 	bucketMeta        = []byte("meta")
@@ -72,7 +72,9 @@ func Open(path string) (*Store, error) {
 // corrupt. Schemas 2, 3 and 5 only added buckets, which creating the
 // missing ones adds (schema 5's tokens gained two JSON fields that older
 // records lack and read as before); schema 4 stores hosts in binary, which
-// migrateHosts rewrites.
+// migrateHosts rewrites; schema 6 writes hosts in format 2 (jump hosts),
+// which an older sshdeck cannot read, and reads format 1 as before, so it
+// needs no rewrite: its number keeps an older sshdeck from opening the file.
 // It all happens in the one transaction of Open: a crash leaves the file
 // as it was.
 func prepare(tx *bolt.Tx) error {

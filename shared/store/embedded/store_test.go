@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -133,9 +134,9 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "6")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 6") {
-		t.Fatalf("Open of a schema-6 file: got %v, want an error naming schema 6", err)
+	setSchema(t, path, "7")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 7") {
+		t.Fatalf("Open of a schema-7 file: got %v, want an error naming schema 7", err)
 	}
 }
 
@@ -168,8 +169,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "5" {
-		t.Fatalf("schema after opening: got %q, want 5", schema)
+	if schema != "6" {
+		t.Fatalf("schema after opening: got %q, want 6", schema)
 	}
 }
 
@@ -284,7 +285,7 @@ func TestMigrationFailureKeepsFile(t *testing.T) {
 	before := snapshot(t, path)
 
 	_, err = Open(path)
-	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 5") || strings.Contains(err.Error(), "garbage") {
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 6") || strings.Contains(err.Error(), "garbage") {
 		t.Fatalf("Open of a file with a corrupt host: %v", err)
 	}
 	if after := snapshot(t, path); !reflect.DeepEqual(after, before) {
@@ -313,5 +314,71 @@ func TestTokensTieBreakByID(t *testing.T) {
 	}
 	if got := strings.Join(ids, ","); got != "t-a,t-b,t-c" {
 		t.Fatalf("Tokens: got %s, want t-a,t-b,t-c", got)
+	}
+}
+
+// TestSchema5Opens: a schema 5 file, its hosts in format 1, opens at
+// schema 6 with its hosts as they were (no jump hosts, the bytes kept),
+// and a host's next write stores format 2.
+func TestSchema5Opens(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t)
+	h := goldenHost()
+	id, err := s.NextHostID(ctx, h.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; id < h.ID; id++ {
+		if _, err := s.NextHostID(ctx, h.Owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	format1, err := os.ReadFile(filepath.Join("testdata", "golden", "host-format1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := ownerBucket(tx, h.Owner).Put(hostKey(h.ID), format1); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte("5"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s = mustOpen(t, path)
+	defer s.Close()
+	wantSchema(t, s)
+	stored := func() []byte {
+		var v []byte
+		s.db.View(func(tx *bolt.Tx) error { v = bytes.Clone(ownerBucket(tx, h.Owner).Get(hostKey(h.ID))); return nil })
+		return v
+	}
+	if !bytes.Equal(stored(), format1) {
+		t.Fatal("opening the file rewrote the host")
+	}
+	got, err := s.Host(ctx, h.Owner, h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.JumpHosts != nil || got.Name != h.Name || got.Version != 1 {
+		t.Fatalf("the format 1 host reads as %+v", got)
+	}
+	got.Version, got.JumpHosts = 2, []sshdeck.JumpHost{{HostID: 1}}
+	if err := s.UpdateHost(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if v := stored(); v[0] != hostFormat {
+		t.Fatalf("the updated host is in format %d", v[0])
+	}
+	if again, err := s.Host(ctx, h.Owner, h.ID); err != nil || len(again.JumpHosts) != 1 || again.JumpHosts[0].HostID != 1 {
+		t.Fatalf("the updated host: %+v, %v", again, err)
 	}
 }

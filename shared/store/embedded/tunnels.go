@@ -325,12 +325,16 @@ type tunnelRecord struct {
 }
 
 type tunnelSpecRecord struct {
-	HostName     string          `json:"hostName"`
-	Source       tunnelHopRecord `json:"source"`
-	Endpoint     tunnelHopRecord `json:"endpoint"`
-	SourcePort   int             `json:"sourcePort"`
-	EndpointPort int             `json:"endpointPort"`
-	MaxRetries   int             `json:"maxRetries"`
+	HostName string `json:"hostName"`
+	// Jumps was added within schema 6, left out when empty: a record
+	// without it (every one written before it) is a tunnel whose source is
+	// dialled directly, which is what its absence means.
+	Jumps        []tunnelHopRecord `json:"jumps,omitempty"`
+	Source       tunnelHopRecord   `json:"source"`
+	Endpoint     tunnelHopRecord   `json:"endpoint"`
+	SourcePort   int               `json:"sourcePort"`
+	EndpointPort int               `json:"endpointPort"`
+	MaxRetries   int               `json:"maxRetries"`
 	// RetryInterval is in nanoseconds, as encoding/json wrote the
 	// time.Duration.
 	RetryInterval int64 `json:"retryInterval"`
@@ -345,11 +349,15 @@ type tunnelHopRecord struct {
 	Auth     string `json:"authMethod"`
 	KeyType  string `json:"keyType"`
 	HostKey  string `json:"hostKey,omitempty"`
+	// HostID was added within schema 6, left out when 0: a hop without
+	// it was given inline, which is what every hop before it was.
+	HostID int64 `json:"hostId,omitempty"`
 }
 
 type tunnelSealedRecord struct {
-	Source   sealedRecord `json:"source"`
-	Endpoint sealedRecord `json:"endpoint"`
+	Jumps    []sealedRecord `json:"jumps,omitempty"` // as Spec.Jumps
+	Source   sealedRecord   `json:"source"`
+	Endpoint sealedRecord   `json:"endpoint"`
 }
 
 // sealedRecord is a hop's sealed credentials, in base64; an empty one is
@@ -386,6 +394,7 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 		Generation: t.Generation,
 		Spec: tunnelSpecRecord{
 			HostName:      t.Spec.HostName,
+			Jumps:         mapSlice(t.Spec.Jumps, tunnelHopRecordOf),
 			Source:        tunnelHopRecordOf(t.Spec.Source),
 			Endpoint:      tunnelHopRecordOf(t.Spec.Endpoint),
 			SourcePort:    t.Spec.SourcePort,
@@ -396,6 +405,7 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 			IsPinned:      t.Spec.IsPinned,
 		},
 		Sealed: tunnelSealedRecord{
+			Jumps:    mapSlice(t.Sealed.Jumps, sealedRecordOf),
 			Source:   sealedRecordOf(t.Sealed.Source),
 			Endpoint: sealedRecordOf(t.Sealed.Endpoint),
 		},
@@ -423,6 +433,7 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 		Generation: r.Generation,
 		Spec: sshdeck.TunnelSpec{
 			HostName:      r.Spec.HostName,
+			Jumps:         mapSlice(r.Spec.Jumps, tunnelHopRecord.hop),
 			Source:        r.Spec.Source.hop(),
 			Endpoint:      r.Spec.Endpoint.hop(),
 			SourcePort:    r.Spec.SourcePort,
@@ -433,6 +444,7 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 			IsPinned:      r.Spec.IsPinned,
 		},
 		Sealed: sshdeck.SealedTunnelCredentials{
+			Jumps:    mapSlice(r.Sealed.Jumps, sealedRecord.credentials),
 			Source:   r.Sealed.Source.credentials(),
 			Endpoint: r.Sealed.Endpoint.credentials(),
 		},
@@ -453,12 +465,24 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 	}
 }
 
+// mapSlice maps each element of in; nil when there is none.
+func mapSlice[E, T any](in []E, f func(E) T) []T {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i, e := range in {
+		out[i] = f(e)
+	}
+	return out
+}
+
 func tunnelHopRecordOf(h sshdeck.TunnelHop) tunnelHopRecord {
-	return tunnelHopRecord{IP: h.IP, SSHPort: h.SSHPort, Username: h.Username, Auth: string(h.Auth), KeyType: h.KeyType, HostKey: h.HostKey}
+	return tunnelHopRecord{IP: h.IP, SSHPort: h.SSHPort, Username: h.Username, Auth: string(h.Auth), KeyType: h.KeyType, HostKey: h.HostKey, HostID: h.HostID}
 }
 
 func (r tunnelHopRecord) hop() sshdeck.TunnelHop {
-	return sshdeck.TunnelHop{IP: r.IP, SSHPort: r.SSHPort, Username: r.Username, Auth: sshdeck.AuthType(r.Auth), KeyType: r.KeyType, HostKey: r.HostKey}
+	return sshdeck.TunnelHop{IP: r.IP, SSHPort: r.SSHPort, Username: r.Username, Auth: sshdeck.AuthType(r.Auth), KeyType: r.KeyType, HostKey: r.HostKey, HostID: r.HostID}
 }
 
 func sealedRecordOf(c sshdeck.SealedCredentials) sealedRecord {

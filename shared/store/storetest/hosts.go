@@ -33,6 +33,10 @@ func fullHost(owner string, id int64, seed int) *sshdeck.Host {
 				{SourcePort: 8000 + seed, EndpointPort: 80, EndpointHost: "db.internal", MaxRetries: 3, RetryInterval: 10, AutoStart: true},
 				{SourcePort: 9000 + seed, EndpointPort: 5432, EndpointHost: "10.1.0.7"},
 			},
+			// Ids as the store keeps them, whether or not such hosts
+			// exist (the rules above the store check that): in the
+			// chain's order, which is not theirs, one past 32 bits.
+			JumpHosts: []sshdeck.JumpHost{{HostID: int64(300 + seed)}, {HostID: 1<<40 + int64(seed)}, {HostID: int64(seed%7 + 1)}},
 		},
 		// Bytes that a store converting through text would mangle.
 		Sealed: sshdeck.SealedCredentials{
@@ -53,6 +57,7 @@ func edited(h *sshdeck.Host) *sshdeck.Host {
 	e.AuthType, e.KeyType = sshdeck.AuthPassword, ""
 	e.Tags = []string{"staging"}
 	e.TunnelConnections = e.TunnelConnections[1:]
+	e.JumpHosts = []sshdeck.JumpHost{e.JumpHosts[2], e.JumpHosts[0]}
 	e.Sealed.Key, e.Sealed.KeyPassword = nil, nil
 	e.CreatedAt = h.CreatedAt
 	e.UpdatedAt = h.UpdatedAt.Add(time.Minute)
@@ -69,6 +74,9 @@ func sameHost(t *testing.T, got, want *sshdeck.Host, what string) {
 		}
 		if len(h.TunnelConnections) == 0 {
 			h.TunnelConnections = nil
+		}
+		if len(h.JumpHosts) == 0 {
+			h.JumpHosts = nil
 		}
 		for _, b := range []*[]byte{&h.Sealed.Password, &h.Sealed.Key, &h.Sealed.KeyPassword} {
 			if len(*b) == 0 {

@@ -85,6 +85,7 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TunnelRunnable", testTunnelRunnable},
 		{"TunnelCopies", testTunnelCopies},
 		{"TunnelEmptyCredentials", testTunnelEmptyCredentials},
+		{"TunnelJumps", testTunnelJumps},
 		{"TunnelStatusGuard", testTunnelStatusGuard},
 		{"TunnelLeaseAcquire", testTunnelLeaseAcquire},
 		{"TunnelLeaseRelease", testTunnelLeaseRelease},

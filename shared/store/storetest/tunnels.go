@@ -20,13 +20,19 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 		Generation: 1,
 		Spec: sshdeck.TunnelSpec{
 			HostName: fmt.Sprintf("web-%d", seed),
+			Jumps: []sshdeck.TunnelHop{
+				{IP: "bastion.example.com", SSHPort: 2222, Username: fmt.Sprintf("jump%d", seed), Auth: sshdeck.AuthPassword, KeyType: "auto", HostID: int64(10 + seed)},
+				{IP: fmt.Sprintf("10.1.%d.%d", seed/256, seed%256), SSHPort: 22, Username: "hop", Auth: sshdeck.AuthKey, KeyType: "ssh-rsa", HostKey: fmt.Sprintf("SHA256:jump-%d", seed)},
+			},
 			Source: sshdeck.TunnelHop{
 				IP: fmt.Sprintf("10.0.%d.%d", seed/256, seed%256), SSHPort: 22, Username: fmt.Sprintf("deploy%d", seed),
 				Auth: sshdeck.AuthKey, KeyType: "ssh-ed25519", HostKey: fmt.Sprintf("SHA256:source-%d", seed),
+				HostID: int64(20 + seed),
 			},
 			Endpoint: sshdeck.TunnelHop{
 				IP: "203.0.113.7", SSHPort: 2200 + seed, Username: "tunnel",
 				Auth: sshdeck.AuthPassword, KeyType: "auto", HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE endpoint",
+				HostID: int64(30 + seed),
 			},
 			SourcePort:    8000 + seed,
 			EndpointPort:  9000 + seed,
@@ -37,6 +43,10 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 		},
 		// Bytes that a store converting through text would mangle.
 		Sealed: sshdeck.SealedTunnelCredentials{
+			Jumps: []sshdeck.SealedCredentials{
+				{Password: []byte{0x02, byte(seed), 0xff}},
+				{Key: fmt.Appendf(nil, "sealed-jump-key-%d\x00", seed), KeyPassword: []byte{0x00, byte(seed)}},
+			},
 			Source: sshdeck.SealedCredentials{
 				Password: []byte{0x00, 0xff, 0x80, byte(seed)}, Key: fmt.Appendf(nil, "sealed-key-%d\x00\xfe", seed), KeyPassword: []byte{0xde, 0xad, byte(seed)},
 			},
@@ -61,12 +71,15 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 }
 
 // nextTunnel returns t at its next generation with every field changed:
-// Run cleared, a status with nothing optional, and some credentials gone
-// (not all of them: see testTunnelEmptyCredentials).
+// Run cleared, a status with nothing optional, some credentials gone (not
+// all of them: see testTunnelEmptyCredentials), a jump host fewer, and the
+// endpoint's host id gone (given inline).
 func nextTunnel(t *sshdeck.Tunnel) *sshdeck.Tunnel {
 	n := fullTunnel(t.Owner, t.Name, 1000+int(t.Generation))
 	n.Generation = t.Generation + 1
+	n.Spec.Jumps, n.Sealed.Jumps = n.Spec.Jumps[1:], n.Sealed.Jumps[1:]
 	n.Spec.Source.HostKey, n.Spec.AutoStart, n.Spec.IsPinned = "", false, false
+	n.Spec.Endpoint.HostID = 0
 	n.Sealed.Source.Key, n.Sealed.Source.KeyPassword = nil, nil
 	n.Sealed.Endpoint = sshdeck.SealedCredentials{}
 	n.Run = false
@@ -77,14 +90,27 @@ func nextTunnel(t *sshdeck.Tunnel) *sshdeck.Tunnel {
 }
 
 // sameTunnel compares times to the millisecond and treats nil and empty
-// credentials alike: a store may return either.
+// credentials, and nil and empty lists of jump hosts, alike: a store may
+// return either.
 func sameTunnel(t *testing.T, got, want *sshdeck.Tunnel, what string) {
 	t.Helper()
 	same(t, got, want, func(x *sshdeck.Tunnel) {
 		x.CreatedAt, x.UpdatedAt = ms(x.CreatedAt), ms(x.UpdatedAt)
 		x.Status.NextRetryAt, x.Status.UpdatedAt = ms(x.Status.NextRetryAt), ms(x.Status.UpdatedAt)
 		x.Lease.Until = ms(x.Lease.Until)
-		for _, c := range []*sshdeck.SealedCredentials{&x.Sealed.Source, &x.Sealed.Endpoint} {
+		// Not in place: the lists are the caller's.
+		x.Spec.Jumps, x.Sealed.Jumps = slices.Clone(x.Spec.Jumps), slices.Clone(x.Sealed.Jumps)
+		if len(x.Spec.Jumps) == 0 {
+			x.Spec.Jumps = nil
+		}
+		if len(x.Sealed.Jumps) == 0 {
+			x.Sealed.Jumps = nil
+		}
+		creds := []*sshdeck.SealedCredentials{&x.Sealed.Source, &x.Sealed.Endpoint}
+		for i := range x.Sealed.Jumps {
+			creds = append(creds, &x.Sealed.Jumps[i])
+		}
+		for _, c := range creds {
 			for _, b := range []*[]byte{&c.Password, &c.Key, &c.KeyPassword} {
 				if len(*b) == 0 {
 					*b = nil
@@ -374,8 +400,13 @@ func testTunnelCopies(t *testing.T, s sshdeck.Store) {
 	must(t, err, "AcquireTunnelLease")
 	wantCopy := *want
 	wantCopy.Sealed.Source.Password = slices.Clone(want.Sealed.Source.Password)
+	wantCopy.Spec.Jumps = slices.Clone(want.Spec.Jumps)
+	wantCopy.Sealed.Jumps = slices.Clone(want.Sealed.Jumps)
+	wantCopy.Sealed.Jumps[0].Password = slices.Clone(want.Sealed.Jumps[0].Password)
 	mutate := func(x *sshdeck.Tunnel) {
 		x.Spec.HostName = "mutated"
+		x.Spec.Jumps[0].IP = "mutated"
+		x.Sealed.Jumps[0].Password[0] = 0x42
 		x.Sealed.Source.Password[0] = 0x42
 		x.Status.Reason = "mutated"
 		x.Lease.Holder = "mutated"
@@ -417,6 +448,42 @@ func testTunnelEmptyCredentials(t *testing.T, s sshdeck.Store) {
 	sameTunnel(t, getTunnel(t, s, "usr_a", "b"), filled, "Tunnel after adding credentials")
 }
 
+// testTunnelJumps: a tunnel's jump hosts come back in their order, each
+// with its own sealed credentials (an empty one keeping its place), and
+// none where there are none, next to tunnels with some whose values must
+// not leak; a later generation adds and removes them.
+func testTunnelJumps(t *testing.T, s sshdeck.Store) {
+	direct := fullTunnel("usr_a", "a", 1)
+	direct.Spec.Jumps, direct.Sealed.Jumps = nil, nil
+	three := fullTunnel("usr_a", "b", 2)
+	three.Spec.Jumps = append(three.Spec.Jumps, sshdeck.TunnelHop{IP: "[2001:db8::9]", SSHPort: 22, Username: "third", Auth: sshdeck.AuthPassword, KeyType: "auto"})
+	// The second hop's credentials are empty: the third's must stay third.
+	three.Sealed.Jumps = []sshdeck.SealedCredentials{three.Sealed.Jumps[0], {}, {Password: []byte{0x03, 0x00}}}
+	for _, x := range []*sshdeck.Tunnel{direct, three} {
+		putTunnel(t, s, x)
+	}
+	sameTunnel(t, getTunnel(t, s, "usr_a", "a"), direct, "Tunnel without jump hosts")
+	if got := getTunnel(t, s, "usr_a", "a"); len(got.Spec.Jumps) != 0 || len(got.Sealed.Jumps) != 0 {
+		t.Errorf("tunnel without jump hosts: got %d hops and %d sealed", len(got.Spec.Jumps), len(got.Sealed.Jumps))
+	}
+	got := getTunnel(t, s, "usr_a", "b")
+	sameTunnel(t, got, three, "Tunnel with three jump hosts")
+	if len(got.Sealed.Jumps) != 3 {
+		t.Errorf("tunnel with three jump hosts: got %d sealed, want 3 (an empty one keeps its place)", len(got.Sealed.Jumps))
+	}
+	sameTunnels(t, listTunnels(t, s, "usr_a"), []*sshdeck.Tunnel{direct, three}, "Tunnels")
+	sameTunnels(t, runnable(t, s), []*sshdeck.Tunnel{direct, three}, "RunnableTunnels")
+
+	added := nextTunnel(direct)
+	added.Spec.Jumps, added.Sealed.Jumps = three.Spec.Jumps, three.Sealed.Jumps
+	putTunnel(t, s, added)
+	sameTunnel(t, getTunnel(t, s, "usr_a", "a"), added, "Tunnel after adding jump hosts")
+	removed := nextTunnel(three)
+	removed.Spec.Jumps, removed.Sealed.Jumps = nil, nil
+	putTunnel(t, s, removed)
+	sameTunnel(t, getTunnel(t, s, "usr_a", "b"), removed, "Tunnel after removing its jump hosts")
+}
+
 func sameKnownHost(t *testing.T, got, want *sshdeck.KnownHost, what string) {
 	t.Helper()
 	same(t, got, want, func(k *sshdeck.KnownHost) { k.CreatedAt = ms(k.CreatedAt) }, what)
@@ -428,7 +495,10 @@ func testKnownHostAddAndGet(t *testing.T, s sshdeck.Store) {
 	// key is remembered per source (the tunnel engine's "<endpoint> via
 	// <source>"), so that the same address behind two sources is two keys.
 	addrs := []string{"10.0.0.5:22", "10.0.0.5:2222", "10.0.0.50:22", "[2001:db8::1]:22", "db.internal:22",
-		"10.0.0.5:22 via 203.0.113.7:22", "10.0.0.5:22 via bastion.example.com:2222", "[fd12::5]:22 via [2001:db8::7]:22"}
+		"10.0.0.5:22 via 203.0.113.7:22", "10.0.0.5:22 via bastion.example.com:2222", "[fd12::5]:22 via [2001:db8::7]:22",
+		// A host behind jump hosts is remembered with its whole path,
+		// which can be kilobytes long: two that differ only at the end.
+		longPath(9) + " via 10.0.0.1:22", longPath(9) + " via 10.0.0.2:22"}
 	var want []*sshdeck.KnownHost
 	for i, addr := range addrs {
 		k := &sshdeck.KnownHost{Owner: "usr_a", Addr: addr, Key: fmt.Sprintf("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute)}
@@ -451,6 +521,16 @@ func testKnownHostAddAndGet(t *testing.T, s sshdeck.Store) {
 
 	_, err = s.KnownHost(ctx, "usr_a", "10.0.0.5:2")
 	wantCode(t, err, sshdeck.NotFound, "KnownHost of an unknown address")
+}
+
+// longPath is the address of a host behind hops jump hosts, each with a
+// name of the longest length (253 characters) and port.
+func longPath(hops int) string {
+	parts := make([]string, hops)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("%s%d.example:65535", strings.Repeat("a", 253-len(".example")-1), i)
+	}
+	return strings.Join(parts, " via ")
 }
 
 func testKnownHostOwnerIsolation(t *testing.T, s sshdeck.Store) {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
@@ -72,13 +73,21 @@ func Options(holder string) tunnel.Options {
 	}
 }
 
-// Manager starts a Manager over the world's store with Options; the test
-// shuts it down.
+// Manager starts a Manager over the world's store with Options, reading
+// the hosts that requests name from the store (Hosts); the test shuts it
+// down.
 func (w *World) Manager(holder string) *tunnel.Manager {
-	m := tunnel.NewManager(w.Store, w.Sealer, Options(holder))
+	opts := Options(holder)
+	opts.Hosts = w.Hosts()
+	m := tunnel.NewManager(w.Store, w.Sealer, opts)
 	m.Start()
 	w.t.Cleanup(func() { m.Shutdown(context.Background()) })
 	return m
+}
+
+// Hosts reads the stored hosts of the world's store, as the service does.
+func (w *World) Hosts() *hostchain.Reader {
+	return &hostchain.Reader{Store: w.Store, Sealer: w.Sealer}
 }
 
 // Request is a connect request over the world's hosts with root's key.

@@ -160,8 +160,10 @@ func RouteActions(route string) ([]string, bool) {
 var Authorizer = []string{getItem, updateItem}
 
 // TunnelService is what the tunnel service's task role needs on the table:
-// reads of tunnels, known hosts, tokens and users, the owner's count of
-// tunnels, and Ping (GetItem); the lists and counts (Query); every tunnel
+// reads of tunnels, known hosts, the hosts a connect request names by id
+// (sourceHostId, endpointHostId, and the hosts of the source's route),
+// tokens and users, the owner's count of tunnels, and Ping (GetItem); the
+// lists and counts (Query); every tunnel
 // write, the lease's and the count's included, and its token checks'
 // TouchToken (UpdateItem); a new known host and a new tunnel (PutItem, the
 // tunnel in a transaction with its count); a tunnel deleted or forgotten

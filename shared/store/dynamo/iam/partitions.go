@@ -213,7 +213,9 @@ func AuthorizerPolicy() Policy {
 }
 
 // TunnelServicePolicy is what the tunnel service's task role may do: read
-// tunnels, known hosts, tokens and users (its token checks), and Ping; write
+// tunnels, known hosts, the hosts a connect request names by id (GetItem of
+// OWNER#*, with the known hosts), tokens and users (its token checks), and
+// Ping; write
 // tunnels and known hosts; and, of tokens, their lastUsedAt (its token
 // checks' TouchToken: UpdateItem of TOKEN#<hash>). It can write no user, and
 // no token but by that UpdateItem.
