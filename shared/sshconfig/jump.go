@@ -224,6 +224,23 @@ func urlDecode(s string) (string, bool) {
 	return b.String(), true
 }
 
+// OpenSSH runs a ProxyJump as a ProxyCommand, "ssh -l user -p port -W
+// '[%h]:%p' host", which it %-expands and gives to the shell: a hop's
+// host and user must not hold what either would change (names and users
+// are free of shell metacharacters already).
+
+// validHopHost reports whether h can be a hop: a valid name with no '%'
+// (a %-token) and no leading '~' (the shell's home directory).
+func validHopHost(h string) bool {
+	return validName(h) && !strings.Contains(h, "%") && h[0] != '~'
+}
+
+// validHopUser reports whether u can be a hop's user: a valid user with no
+// backslash (the shell's escape) and no leading '~'.
+func validHopUser(u string) bool {
+	return validUser(u) && !strings.Contains(u, `\`) && u[0] != '~'
+}
+
 // checkJumps reports why sshdeck cannot write hops as a ProxyJump that
 // OpenSSH reads back the same, and otherwise returns the line's value.
 func checkJumps(hops []Jump) (string, string) {
@@ -236,9 +253,9 @@ func checkJumps(hops []Jump) (string, string) {
 	parts := make([]string, len(hops))
 	for i, j := range hops {
 		switch {
-		case !validName(j.Host):
-			return "", "hop " + quote(j.Host) + " is not a host name"
-		case j.User != "" && !validUser(j.User):
+		case !validHopHost(j.Host):
+			return "", "hop " + quote(j.Host) + " is not a host name sshdeck can write"
+		case j.User != "" && !validHopUser(j.User):
 			return "", "hop user " + quote(j.User) + " is not a user name sshdeck can write"
 		case j.Port < 0 || j.Port > 65535:
 			return "", "hop port " + strconv.Itoa(j.Port) + " is not from 1 to 65535"

@@ -255,6 +255,9 @@ var parseErrors = []struct {
 	{"jump none and a comment", "Host a\nProxyJump none # direct", `line 2: ProxyJump: none followed by a comment: OpenSSH then reads a host named none`, false},
 	// Upstream OpenSSH takes "a # via b" as a hop.
 	{"jump comment with a comma", "Host a\nProxyJump a # via b,c", `line 2: ProxyJump: a comma in the comment after it: OpenSSH versions read that line differently`, false},
+	// ssh gives the hops to the shell after %-expanding them: it exits on
+	// "%e" when it connects.
+	{"jump host with a %-token", "Host a\nProxyJump [fe80::1%eth0]", `line 2: ProxyJump: hop "fe80::1%eth0" is not a host name sshdeck can write`, false},
 	{"empty Host pattern", "Host a \"\"", `line 1: Host: empty pattern`, true},
 	// ssh exits on it when it connects.
 	{"HostName unknown token", "Host a\nHostName %x.example", `line 2: HostName: "%x.example": OpenSSH expands only %h and %% in a HostName`, false},
