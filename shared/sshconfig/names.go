@@ -69,31 +69,49 @@ func validPath(s string) bool {
 // sshdeck can import: not negated, no wildcard, a valid name.
 func isAlias(p string) bool { return validName(p) }
 
+// maxMatchSteps bounds the pattern matching one Parse does (deciding
+// aliases, naming the hosts a block also applies to): a file of many Host
+// lines and hosts would otherwise cost their product. Real configs use a
+// thousandth of it.
+const maxMatchSteps = 1 << 25
+
+// matcher matches Host patterns within a budget of steps; once spent,
+// every match fails and the caller reports the file as too large.
+type matcher struct{ left int }
+
+func (m *matcher) spent() bool { return m.left <= 0 }
+
 // applies reports whether a Host line with these patterns applies to
 // host, as OpenSSH decides: some pattern matches it and no negated one
 // does.
-func applies(patterns []string, host string) bool {
+func (m *matcher) applies(patterns []string, host string) bool {
 	matched := false
 	for _, p := range patterns {
+		if m.spent() {
+			return false
+		}
 		if neg, ok := strings.CutPrefix(p, "!"); ok {
-			if matchPattern(host, neg) {
+			if m.match(host, neg) {
 				return false
 			}
-		} else if matchPattern(host, p) {
+		} else if !matched && m.match(host, p) {
 			matched = true
 		}
 	}
 	return matched
 }
 
-// matchPattern is OpenSSH's match_pattern: '*' matches any bytes, '?' one
-// byte, everything else itself (case matters).
-func matchPattern(s, p string) bool {
-	// Iterative glob with one backtrack point, equivalent to the recursive
-	// original.
+// match is OpenSSH's match_pattern: '*' matches any bytes, '?' one byte,
+// everything else itself (case matters). It is an iterative glob with one
+// backtrack point, equivalent to the recursive original.
+func (m *matcher) match(s, p string) bool {
 	si, pi := 0, 0
 	star, mark := -1, 0
 	for si < len(s) {
+		m.left--
+		if m.left <= 0 {
+			return false
+		}
 		switch {
 		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
 			si++

@@ -35,13 +35,17 @@ func Parse(r io.Reader) (*Config, error) {
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "line 1: starts with a byte order mark, which OpenSSH reads as part of the keyword")
 	}
-	p := parser{hosts: map[string]*hostState{}}
+	p := parser{hosts: map[string]*hostState{}, m: matcher{left: maxMatchSteps}}
 	for i, line := range strings.Split(string(data), "\n") {
 		if err := p.line(i+1, line); err != nil {
 			return nil, err
 		}
 	}
-	return p.finish(), nil
+	c := p.finish()
+	if p.m.spent() {
+		return nil, sshdeck.Errorf(sshdeck.TooLarge, "ssh_config has too many Host patterns and hosts to match against each other")
+	}
+	return c, nil
 }
 
 // canonical spells the keywords sshdeck knows as OpenSSH's manual does.
@@ -77,6 +81,13 @@ type hostState struct {
 	// first is the line of the first value of each single-valued keyword.
 	first        map[string]int
 	proxyCommand int // line of its first ProxyCommand, 0 if none
+	// forwards holds the forwards read, to drop duplicates as OpenSSH does.
+	forwards map[forwardKey]bool
+}
+
+type forwardKey struct {
+	Forward
+	remote bool
 }
 
 // hostLine is a Host line whose block reaches further than its alias:
@@ -91,11 +102,12 @@ type parser struct {
 	cfg   Config
 	hosts map[string]*hostState
 	order []*hostState
+	m     matcher
 
-	block    block
-	cur      *hostState // aliased
-	patterns string     // unnamed: the Host line's patterns
-	hostLine int        // unnamed: its line
+	block       block
+	cur         *hostState // aliased
+	patterns    string     // unnamed: the Host line's patterns
+	blockReason string     // unnamed: the report of its lines
 
 	reaching []hostLine
 
@@ -161,8 +173,7 @@ func (p *parser) line(num int, s string) error {
 	case p.block == preamble:
 		reason = "before the first Host line: OpenSSH applies it to every host; not imported"
 	default:
-		host = p.patterns
-		reason = fmt.Sprintf("in the Host block of line %d, which names no single host: not imported", p.hostLine)
+		host, reason = p.patterns, p.blockReason
 	}
 	p.skip(num, name, host, reason)
 	return nil
@@ -181,14 +192,15 @@ func (p *parser) host(num int, patterns []string) error {
 	// applies to (a negated pattern may exclude it).
 	alias := ""
 	for _, pat := range patterns {
-		if isAlias(pat) && applies(patterns, pat) {
+		if isAlias(pat) && p.m.applies(patterns, pat) {
 			alias = pat
 			break
 		}
 	}
 	joined := strings.Join(patterns, " ")
 	if alias == "" {
-		p.block, p.cur, p.patterns, p.hostLine = unnamed, nil, joined, num
+		p.block, p.cur, p.patterns = unnamed, nil, joined
+		p.blockReason = fmt.Sprintf("in the Host block of line %d, which names no single host: not imported", num)
 		p.reaching = append(p.reaching, hostLine{patterns: patterns, skipped: len(p.cfg.Skipped)})
 		p.skip(num, "Host", joined, "")
 		return nil
@@ -196,7 +208,7 @@ func (p *parser) host(num int, patterns []string) error {
 	p.block = aliased
 	h := p.hosts[alias]
 	if h == nil {
-		h = &hostState{Host: Host{Alias: alias, Line: num}, first: map[string]int{}}
+		h = &hostState{Host: Host{Alias: alias, Line: num}, first: map[string]int{}, forwards: map[forwardKey]bool{}}
 		p.hosts[alias] = h
 		p.order = append(p.order, h)
 	}
@@ -228,15 +240,27 @@ func (p *parser) closeMatch() {
 	p.block = preamble // until the Host or Match line that closed it sets its own
 }
 
+// maxAlso is how many hosts the report of a Host line names as reached
+// by its block, the others counted.
+const maxAlso = 10
+
 // finish closes the last block and completes the reports of Host lines
 // with the imported hosts OpenSSH applies their blocks to as well.
 func (p *parser) finish() *Config {
 	p.closeMatch()
 	for _, hl := range p.reaching {
+		if p.m.spent() {
+			break // Parse fails
+		}
 		var also []string
+		more := 0
 		for _, h := range p.order {
-			if h.Alias != hl.alias && applies(hl.patterns, h.Alias) {
-				also = append(also, h.Alias)
+			if h.Alias != hl.alias && p.m.applies(hl.patterns, h.Alias) {
+				if len(also) < maxAlso {
+					also = append(also, h.Alias)
+				} else {
+					more++
+				}
 			}
 		}
 		s := &p.cfg.Skipped[hl.skipped]
@@ -245,6 +269,9 @@ func (p *parser) finish() *Config {
 		}
 		if len(also) > 0 {
 			s.Reason += "; OpenSSH also applies this block to " + strings.Join(also, ", ")
+		}
+		if more > 0 {
+			s.Reason += fmt.Sprintf(" and %d more", more)
 		}
 	}
 	for _, h := range p.order {
@@ -423,16 +450,16 @@ func (p *parser) apply(num int, name string, l lexed) error {
 		case fwdEnv:
 			p.skip(num, name, h.Alias, "${...} in a forward is expanded from the user's environment: not imported")
 		case fwdTCP:
-			list := &h.LocalForwards
+			key := forwardKey{f, remote}
+			if h.forwards[key] {
+				return nil // OpenSSH drops duplicates
+			}
+			h.forwards[key] = true
 			if remote {
-				list = &h.RemoteForwards
+				h.RemoteForwards = append(h.RemoteForwards, f)
+			} else {
+				h.LocalForwards = append(h.LocalForwards, f)
 			}
-			for _, g := range *list {
-				if g == f {
-					return nil // OpenSSH drops duplicates
-				}
-			}
-			*list = append(*list, f)
 		}
 	case "include":
 		if err := p.check(num, name, l); err != nil {

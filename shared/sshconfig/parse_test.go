@@ -1,6 +1,7 @@
 package sshconfig
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -324,8 +325,46 @@ func TestMatchPattern(t *testing.T) {
 		{"abcbc", "a*bc", true}, {"abcbd", "a*bc", false}, {"x", "", false}, {"", "", true},
 		{"aaa", "a*a*a", true}, {"aa", "a*a*a", false},
 	} {
-		if got := matchPattern(tc.s, tc.p); got != tc.want {
+		m := matcher{left: maxMatchSteps}
+		if got := m.match(tc.s, tc.p); got != tc.want {
 			t.Errorf("matchPattern(%q, %q) = %v", tc.s, tc.p, got)
 		}
+	}
+}
+
+// TestParseReachCapped: a block's report names ten of the hosts it also
+// applies to and counts the others.
+func TestParseReachCapped(t *testing.T) {
+	var b strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&b, "Host h%d\n", i)
+	}
+	b.WriteString("Host *\n")
+	c := parseString(t, b.String())
+	want := "names no single host: not imported; OpenSSH also applies this block to h0, h1, h2, h3, h4, h5, h6, h7, h8, h9 and 2 more"
+	if got := c.Skipped[0].Reason; got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+}
+
+// TestParseMatchBudget: a file of many hosts and many wildcard blocks,
+// whose matching would cost their product, is refused as too large in
+// bounded time; many forwards are not (duplicates are found by a map).
+func TestParseMatchBudget(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < MaxInput-40; i++ {
+		fmt.Fprintf(&b, "Host a%d\nHost z%d*\n", i, i)
+	}
+	if _, err := Parse(strings.NewReader(b.String())); sshdeck.ErrorCode(err) != sshdeck.TooLarge {
+		t.Errorf("Parse of %d Host lines: %v, want TooLarge", strings.Count(b.String(), "\n"), err)
+	}
+	b.Reset()
+	b.WriteString("Host a\n")
+	for i := 0; b.Len() < MaxInput-40; i++ {
+		fmt.Fprintf(&b, "LocalForward %d h:%d\n", i%65535+1, i/65535+1)
+	}
+	c, err := Parse(strings.NewReader(b.String()))
+	if err != nil || len(c.Hosts[0].LocalForwards) < 40000 {
+		t.Errorf("Parse of many forwards: %v", err)
 	}
 }
