@@ -407,3 +407,119 @@ func TestOpenSSHAppliesSkippedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSSHBlocks: in random configs of overlapping blocks (keywords
+// before the first Host, wildcards, negations, several patterns, an alias
+// in two blocks, ProxyCommand against ProxyJump), every value Parse sets
+// for a host is the one ssh uses: OpenSSH's first value across all the
+// blocks that apply to it. Identity files and forwards, which add up, are
+// in ssh's lists in the same order.
+func TestOpenSSHBlocks(t *testing.T) {
+	ssh := sshBinary(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	patterns := []string{"a", "b", "c", "web1", "web2", "web*", "*", "!a", "!web2", "?", "b*", "x"}
+	line := func() string {
+		n := r.IntN(20)
+		switch r.IntN(8) {
+		case 0:
+			return fmt.Sprintf("User u%d", n)
+		case 1:
+			return fmt.Sprintf("Port %d", 1+n)
+		case 2:
+			return fmt.Sprintf("HostName h%d", n)
+		case 3:
+			if n < 3 {
+				return "ProxyJump none"
+			}
+			return fmt.Sprintf("ProxyJump j%d,k%d@j%d:%d", n, n, n+1, 2000+n)
+		case 4:
+			return "ProxyCommand nc %h %p"
+		case 5:
+			return fmt.Sprintf("IdentityFile ~/.ssh/k%d", n%5)
+		case 6:
+			return fmt.Sprintf("LocalForward %d h:%d", 1000+n%4, 80)
+		}
+		return fmt.Sprintf("RemoteForward %d h:%d", n%3, 22)
+	}
+	me := localUser(t)
+	for range 40 {
+		var b strings.Builder
+		for range r.IntN(3) {
+			b.WriteString(line() + "\n")
+		}
+		for range 3 + r.IntN(5) {
+			b.WriteString("Host")
+			for range 1 + r.IntN(3) {
+				b.WriteString(" " + patterns[r.IntN(len(patterns))])
+			}
+			b.WriteString("\n")
+			for range r.IntN(5) {
+				b.WriteString("  " + line() + "\n")
+			}
+		}
+		in := b.String()
+		c, err := Parse(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("Parse:\n%s\n%v", in, err)
+		}
+		file := filepath.Join(t.TempDir(), "config")
+		if err := os.WriteFile(file, []byte(in), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range c.Hosts {
+			out, err := sshG(ssh, file, h.Alias)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := viewOf(out)
+			if err != nil {
+				t.Fatalf("%s: %v", h.Alias, err)
+			}
+			for _, d := range agreeSet(v, out, h, me) {
+				t.Errorf("%s in\n%s%s", h.Alias, in, d)
+			}
+		}
+	}
+}
+
+// agreeSet reports how ssh's view of a host differs from the values Parse
+// set for it (the unset ones may come from blocks Parse reported).
+func agreeSet(v view, out map[string][]string, h Host, localUser string) []string {
+	var diffs []string
+	if h.User != "" && v.User != h.User {
+		diffs = append(diffs, fmt.Sprintf("user: ssh -G %s, Parse %s", v.User, h.User))
+	}
+	if h.HostName != "" && v.HostName != asciiLower(h.HostName) {
+		diffs = append(diffs, fmt.Sprintf("hostname: ssh -G %s, Parse %s", v.HostName, h.HostName))
+	}
+	if h.Port != 0 && v.Port != h.Port {
+		diffs = append(diffs, fmt.Sprintf("port: ssh -G %d, Parse %d", v.Port, h.Port))
+	}
+	switch {
+	case h.ProxyJump == nil:
+	case isNone(h.ProxyJump):
+		if v.ProxyJump != nil || out["proxycommand"] != nil {
+			diffs = append(diffs, fmt.Sprintf("proxyjump: ssh -G %v %q, Parse none", v.ProxyJump, out["proxycommand"]))
+		}
+	case !reflect.DeepEqual(v.ProxyJump, h.ProxyJump):
+		diffs = append(diffs, fmt.Sprintf("proxyjump: ssh -G %v %q, Parse %v", v.ProxyJump, out["proxycommand"], h.ProxyJump))
+	}
+	if !subsequence(v.IdentityFiles, expandAll(h.IdentityFiles)) {
+		diffs = append(diffs, fmt.Sprintf("identityfile: ssh -G %q, Parse %q", v.IdentityFiles, h.IdentityFiles))
+	}
+	if !subsequence(v.Local, h.LocalForwards) || !subsequence(v.Remote, h.RemoteForwards) {
+		diffs = append(diffs, fmt.Sprintf("forwards: ssh -G %v %v, Parse %v %v", v.Local, v.Remote, h.LocalForwards, h.RemoteForwards))
+	}
+	return diffs
+}
+
+// subsequence reports whether sub is in list in the same order.
+func subsequence[T comparable](list, sub []T) bool {
+	i := 0
+	for _, x := range list {
+		if i < len(sub) && x == sub[i] {
+			i++
+		}
+	}
+	return i == len(sub)
+}

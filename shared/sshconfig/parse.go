@@ -12,18 +12,27 @@ import (
 
 // Parse reads an OpenSSH client config. Its error is an *sshdeck.Error:
 // Invalid naming the line and keyword of the first line that does not
-// parse, TooLarge for input over MaxInput; or the reader's error.
+// parse, TooLarge for input over MaxInput (or whose Host patterns would
+// take too long to match); or the reader's error.
 //
-// Each Host block that names a host (see Host.Alias) gives that host the
-// first value of each keyword, as OpenSSH does, and all identity files and
-// forwards. Everything else is reported in Skipped: keywords sshdeck does
-// not import, keywords before the first Host line (OpenSSH applies them to
-// every host), Host blocks that name no single host (wildcards, negations)
-// with their keywords, Match blocks (one report each), Include (never
-// followed: an import is one file), the other patterns of a Host line, and
-// a repeated keyword that OpenSSH ignores. Such lines are still checked as
-// OpenSSH checks them (quotes, arguments, ports, forwards), since ssh would
-// refuse the whole file for them.
+// Each Host block that names a host (see Host.Alias) gives that host its
+// identity files and forwards, and the value OpenSSH uses of each
+// single-valued keyword: the first it reads for the host, in this block,
+// another block of the same alias, or an earlier block that applies to the
+// host too (a keyword before the first Host line, a wildcard block, another
+// host's block with more patterns). A value of the host's own that OpenSSH
+// does not use is not imported and is reported with the line OpenSSH uses.
+// So every value Parse sets is the one `ssh -G` shows for the host, Match
+// blocks (not evaluated) and Include (not followed) aside; a value it
+// leaves unset may come from a block it reports.
+//
+// Everything else is reported in Skipped: keywords sshdeck does not
+// import, keywords before the first Host line, Host blocks that name no
+// single host (wildcards, negations) with their keywords, Match blocks (one
+// report each), Include, the other patterns of a Host line, and the forms
+// of forwards sshdeck does not support. Lines that are not imported are
+// still checked as OpenSSH checks them (quotes, arguments, ports, forwards,
+// jumps), since ssh refuses the whole file for a bad one.
 func Parse(r io.Reader) (*Config, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
 	if err != nil {
@@ -35,7 +44,12 @@ func Parse(r io.Reader) (*Config, error) {
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, sshdeck.Errorf(sshdeck.Invalid, "line 1: starts with a byte order mark, which OpenSSH reads as part of the keyword")
 	}
-	p := parser{hosts: map[string]*hostState{}, m: matcher{left: maxMatchSteps}}
+	p := parser{
+		hosts:    map[string]*hostState{},
+		m:        matcher{left: maxMatchSteps},
+		setters:  map[string][]setter{},
+		blockSet: map[string]bool{},
+	}
 	for i, line := range strings.Split(string(data), "\n") {
 		if err := p.line(i+1, line); err != nil {
 			return nil, err
@@ -78,11 +92,39 @@ const (
 // hostState is a Host being read, with what the first-value rule needs.
 type hostState struct {
 	Host
-	// first is the line of the first value of each single-valued keyword.
-	first        map[string]int
-	proxyCommand int // line of its first ProxyCommand, 0 if none
+	// first is, for each slot, the line whose value OpenSSH uses for the
+	// host: one of its own, or of an earlier block that applies to it too.
+	first map[string]lineRef
 	// forwards holds the forwards read, to drop duplicates as OpenSSH does.
 	forwards map[forwardKey]bool
+}
+
+// lineRef names a line by number and keyword.
+type lineRef struct {
+	line    int
+	keyword string
+}
+
+// slots are the single-valued settings sshdeck imports, by keyword: for
+// each, OpenSSH keeps the first value it reads for a host. ProxyJump and
+// ProxyCommand share one: whichever comes first wins, the other is
+// ignored.
+var slots = map[string]string{
+	"hostname":     "HostName",
+	"user":         "User",
+	"port":         "Port",
+	"proxyjump":    "ProxyJump",
+	"proxycommand": "ProxyJump",
+}
+
+// setter is the first line of a block that sets a slot, kept when the
+// block applies to more than the host it names (or to none): such a line
+// comes first for every host it applies to that is read later.
+type setter struct {
+	lineRef
+	every    bool     // before the first Host line: applies to every host
+	patterns []string // else the patterns of its Host line
+	owner    string   // the alias of its block, "" if none
 }
 
 type forwardKey struct {
@@ -106,8 +148,15 @@ type parser struct {
 
 	block       block
 	cur         *hostState // aliased
-	patterns    string     // unnamed: the Host line's patterns
+	patterns    []string   // aliased, unnamed: the Host line's patterns
+	joined      string     // unnamed: the patterns as the reports show them
 	blockReason string     // unnamed: the report of its lines
+
+	// setters are, by slot and in line order, the lines that may come
+	// first for hosts read after them; blockSet the slots the current
+	// block has set.
+	setters  map[string][]setter
+	blockSet map[string]bool
 
 	reaching []hostLine
 
@@ -147,10 +196,12 @@ func (p *parser) line(num int, s string) error {
 	case "host":
 		p.closeMatch()
 		p.lastContent = num
+		clear(p.blockSet)
 		return p.host(num, l.args)
 	case "match":
 		p.closeMatch()
 		p.lastContent = num
+		clear(p.blockSet)
 		p.block, p.matchStart, p.matchSkipped = match, num, len(p.cfg.Skipped)
 		p.skip(num, "Match", "", "")
 		return nil
@@ -173,8 +224,9 @@ func (p *parser) line(num int, s string) error {
 	case p.block == preamble:
 		reason = "before the first Host line: OpenSSH applies it to every host; not imported"
 	default:
-		host, reason = p.patterns, p.blockReason
+		host, reason = p.joined, p.blockReason
 	}
+	p.record(num, name, l.lower)
 	p.skip(num, name, host, reason)
 	return nil
 }
@@ -198,8 +250,9 @@ func (p *parser) host(num int, patterns []string) error {
 		}
 	}
 	joined := strings.Join(patterns, " ")
+	p.patterns = patterns
 	if alias == "" {
-		p.block, p.cur, p.patterns = unnamed, nil, joined
+		p.block, p.cur, p.joined = unnamed, nil, joined
 		p.blockReason = fmt.Sprintf("in the Host block of line %d, which names no single host: not imported", num)
 		p.reaching = append(p.reaching, hostLine{patterns: patterns, skipped: len(p.cfg.Skipped)})
 		p.skip(num, "Host", joined, "")
@@ -208,7 +261,7 @@ func (p *parser) host(num int, patterns []string) error {
 	p.block = aliased
 	h := p.hosts[alias]
 	if h == nil {
-		h = &hostState{Host: Host{Alias: alias, Line: num}, first: map[string]int{}, forwards: map[forwardKey]bool{}}
+		h = &hostState{Host: Host{Alias: alias, Line: num}, first: map[string]lineRef{}, forwards: map[forwardKey]bool{}}
 		p.hosts[alias] = h
 		p.order = append(p.order, h)
 	}
@@ -352,19 +405,61 @@ func checkJumpSyntax(raw string) string {
 	return ""
 }
 
+// record keeps the line as a setter of its slot if it is the first of its
+// block and the block may apply to hosts read later: before the first
+// Host, or a Host block with more patterns than its alias. Match blocks
+// are not evaluated.
+func (p *parser) record(num int, name, lower string) {
+	slot := slots[lower]
+	if slot == "" || p.block == match || p.blockSet[slot] {
+		return
+	}
+	p.blockSet[slot] = true
+	s := setter{lineRef: lineRef{num, name}, every: p.block == preamble}
+	if p.block == aliased {
+		if len(p.patterns) == 1 {
+			return // applies to its alias alone
+		}
+		s.owner = p.cur.Alias
+	}
+	if !s.every {
+		s.patterns = p.patterns
+	}
+	p.setters[slot] = append(p.setters[slot], s)
+}
+
+// claim finds the line whose value OpenSSH uses for the slot of h, if
+// there is one yet: the first of h's own, or an earlier line of another
+// block that applies to h. Otherwise the line num (keyword name) is it,
+// and claimed is true.
+func (p *parser) claim(h *hostState, num int, name, slot string) (first lineRef, claimed bool) {
+	if f, ok := h.first[slot]; ok {
+		return f, false
+	}
+	for _, s := range p.setters[slot] {
+		if s.owner != h.Alias && (s.every || p.m.applies(s.patterns, h.Alias)) {
+			h.first[slot] = s.lineRef
+			return s.lineRef, false
+		}
+	}
+	h.first[slot] = lineRef{num, name}
+	return h.first[slot], true
+}
+
 // apply reads a line of a Host block that names a host.
 func (p *parser) apply(num int, name string, l lexed) error {
 	h := p.cur
+	p.record(num, name, l.lower)
 	fail := func(problem string) error { return invalid(num, name, problem) }
-	// firstValue reports whether this is the keyword's first value for
-	// the host; a later one is reported, as OpenSSH ignores it.
+	// firstValue reports whether this line's value is the one OpenSSH
+	// uses for the host; if not, the line is reported with the one that
+	// is.
 	firstValue := func() bool {
-		if line, ok := h.first[name]; ok {
-			p.skip(num, name, h.Alias, fmt.Sprintf("OpenSSH uses the first %s of this host (line %d)", name, line))
-			return false
+		first, ok := p.claim(h, num, name, slots[l.lower])
+		if !ok {
+			p.skip(num, name, h.Alias, fmt.Sprintf("OpenSSH uses the %s of line %d for this host: not imported", first.keyword, first.line))
 		}
-		h.first[name] = num
-		return true
+		return ok
 	}
 	switch l.lower {
 	case "hostname":
@@ -418,9 +513,8 @@ func (p *parser) apply(num int, name string, l lexed) error {
 		}
 		h.IdentityFiles = append(h.IdentityFiles, v)
 	case "proxycommand":
-		if h.proxyCommand == 0 && h.ProxyJump == nil {
-			h.proxyCommand = num
-		}
+		// Unsupported, but it takes ProxyJump's slot when it comes first.
+		p.claim(h, num, name, "ProxyJump")
 		p.skip(num, name, h.Alias, reasonUnsupported)
 	case "proxyjump":
 		hops, problem := parseProxyJump(l.rest)
@@ -430,10 +524,7 @@ func (p *parser) apply(num int, name string, l lexed) error {
 		if problem != "" {
 			return fail(problem)
 		}
-		switch {
-		case h.proxyCommand != 0:
-			p.skip(num, name, h.Alias, fmt.Sprintf("OpenSSH ignores ProxyJump after ProxyCommand (line %d)", h.proxyCommand))
-		case firstValue():
+		if firstValue() {
 			h.ProxyJump = hops
 		}
 	case "localforward", "remoteforward":
