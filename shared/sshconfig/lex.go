@@ -27,8 +27,9 @@ type lexed struct {
 // lexLine splits one line. blank is true for a line OpenSSH ignores (empty,
 // whitespace, a comment); problem is why OpenSSH would reject it.
 func lexLine(s string) (l lexed, blank bool, problem string) {
-	// Trailing whitespace and form feeds go (OpenSSH keeps the first byte
-	// whatever it is; a line of one space is blank either way).
+	// Trailing whitespace and form feeds go. (OpenSSH never trims a line's
+	// first byte: a line of a lone form feed is a bad keyword to it, blank
+	// here.)
 	s = strings.TrimRight(s, whitespace+"\f")
 	if s == "" {
 		return l, true, ""

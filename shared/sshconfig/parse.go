@@ -165,10 +165,14 @@ type parser struct {
 	lastContent  int // the last line that was not blank
 }
 
-// invalid is the error for a line that does not parse.
+// invalid is the error for a line that does not parse. A keyword that is
+// long or holds odd bytes is quoted and shortened.
 func invalid(num int, keyword, problem string) error {
 	if keyword == "" {
 		return sshdeck.Errorf(sshdeck.Invalid, "line %d: %s", num, problem)
+	}
+	if len(keyword) > 64 || strings.ContainsFunc(keyword, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		keyword = quote(keyword)
 	}
 	return sshdeck.Errorf(sshdeck.Invalid, "line %d: %s: %s", num, keyword, problem)
 }

@@ -282,6 +282,7 @@ var parseErrors = []struct {
 	{"Include empty", "Include \"\"", `line 1: Include: empty argument`, true},
 	// OpenSSH takes a control character as part of a value.
 	{"control character", "Host a\nUser a\x01b", `line 2: User: control character in an argument`, false},
+	{"long odd keyword", "Host a\n" + strings.Repeat("\x01", 70), `line 2: "\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01…": control character in the keyword`, true},
 	{"byte order mark", "\xef\xbb\xbfHost a", `line 1: starts with a byte order mark, which OpenSSH reads as part of the keyword`, true},
 	{"line too long", "Host a\n#" + strings.Repeat("x", MaxLine), `line 2: longer than 16384 bytes`, false},
 	{"too many identity files", "Host a\n" + identityLines(101),
