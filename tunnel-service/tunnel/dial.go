@@ -118,7 +118,8 @@ func newPath(spec *sshdeck.TunnelSpec, creds *sshdeck.TunnelCredentials) []hop {
 	return path
 }
 
-// dialer opens the SSH connections of tunnels.
+// dialer opens the SSH connections of tunnels, one hop at a time: the
+// pool (pool.go) asks it for each connection that no tunnel shares yet.
 type dialer struct {
 	deny     denyList
 	resolver *net.Resolver
@@ -127,118 +128,49 @@ type dialer struct {
 	keys    *hostKeys
 }
 
-// link is a tunnel's SSH connections: the source's, and the endpoint's,
-// which rides in a channel of the source's whose requests are in hop. A
-// source reached through jump hosts has them in its Conn (chained: the
-// source's connection with its chain), so that a tunnel without any costs
-// what it always did.
-type link struct {
-	source, endpoint *sshConn
-	hop              <-chan *ssh.Request
+// dialed is one hop's new SSH connection with what it rides on: its
+// transport (watched, so that a break of it is known before anything
+// inside ends: chain.go) and, for a relayed hop, the requests of the
+// channel of the hop before it that carries it.
+type dialed struct {
+	conn      *sshConn
+	transport *watchedConn
+	carried   <-chan *ssh.Request
 }
 
-// Close closes the connections from the innermost outwards: the
-// endpoint's, the source's, then its jump hosts' (chained.Close).
-func (l *link) Close() {
-	if l.endpoint != nil {
-		l.endpoint.Close()
-	}
-	l.source.Close()
-}
-
-// chain returns the source's jump hosts, nil when it has none.
-func (l *link) chain() *chained {
-	ch, _ := l.source.Conn.(*chained)
-	return ch
-}
-
-// ended is why the tunnel is down once c's connection ended: the
-// outermost jump host whose connection broke, when one did (every
-// connection inside it ends with it, in whatever order the tunnel's loop
-// sees them), else c's own end.
-func (l *link) ended(c *sshConn) *failure {
-	if f := l.chain().broken(); f != nil {
-		return f
-	}
-	return c.ended()
-}
-
-// failed is ended for a failure met on a connection (a keepalive's
-// answer).
-func (l *link) failed(err error) *failure {
-	if f := l.chain().broken(); f != nil {
-		return f
-	}
-	return asFailure(err, "tunnel")
-}
-
-// dial connects to every hop of the path (newPath) in turn: the first over
-// TCP, each later one through a direct-tcpip channel of the one before it,
-// the endpoint last, through the source.
-func (d *dialer) dial(ctx context.Context, owner string, path []hop) (*link, error) {
-	jumps := len(path) - 2
-	var ch *chained
-	if jumps > 0 {
-		ch = &chained{jumps: make([]jump, jumps)}
-	}
+// dial connects to h at addr (resolve's answer): over TCP when parent is
+// nil (the first hop, which the service dials itself), else through a
+// direct-tcpip channel of parent's connection; then the SSH handshake.
+func (d *dialer) dial(ctx context.Context, owner string, parent *node, h *hop, addr netip.AddrPort) (*dialed, error) {
 	var (
-		prev    *sshConn            // the last hop connected
-		carried <-chan *ssh.Request // the requests of the channel the hop rides in
+		conn    net.Conn
+		carried <-chan *ssh.Request
 		err     error
 	)
-	for i := range path {
-		h := &path[i]
-		var conn net.Conn
-		if i == 0 {
-			conn, err = d.connect(ctx, h)
-		} else {
-			conn, carried, err = d.open(ctx, prev, &path[i-1], h)
-		}
-		if err == nil && i <= jumps && ch != nil {
-			w := &watchedConn{Conn: conn}
-			if i < jumps {
-				ch.jumps[i].transport = w
-			} else {
-				ch.source, ch.sourceWhat = w, h.name
-			}
-			conn = w
-		}
-		var c *sshConn
-		if err == nil {
-			c, err = d.handshake(ctx, conn, owner, h)
-		}
-		if err != nil {
-			return nil, d.broke(ctx, err, ch, prev, i == jumps+1)
-		}
-		if i > 0 && i <= jumps {
-			ch.jumps[i-1].next = carried // the channel of the hop before, which serves it
-		}
-		switch {
-		case i < jumps:
-			ch.jumps[i].c = c
-		case i == jumps && ch != nil: // the source, with its chain
-			ch.Conn, c.Conn = c.Conn, ch
-			ch.serve()
-		case i == jumps+1:
-			return &link{source: prev, endpoint: c, hop: carried}, nil
-		}
-		prev = c
+	if parent == nil {
+		conn, err = d.connect(ctx, h, addr)
+	} else {
+		conn, carried, err = d.open(ctx, parent, h, addr)
 	}
-	panic("unreachable: a path ends with the endpoint")
+	if err != nil {
+		return nil, d.broke(ctx, err, parent)
+	}
+	w := &watchedConn{Conn: conn}
+	c, err := d.handshake(ctx, w, owner, h)
+	if err != nil {
+		return nil, d.broke(ctx, err, parent)
+	}
+	return &dialed{conn: c, transport: w, carried: carried}, nil
 }
 
-// broke closes what a dial that failed with err had opened, from the
-// innermost outwards: the source when it was up (with its chain), else the
-// jump hosts. A jump host whose connection broke is why the dial failed,
-// rather than what failed on the hop beyond it.
-func (d *dialer) broke(ctx context.Context, err error, ch *chained, prev *sshConn, sourceUp bool) error {
-	f := ch.broken()
-	if sourceUp {
-		prev.Close()
-	} else if ch != nil {
-		ch.Close()
+// broke is why a dial through parent failed with err: a hop on the way
+// whose connection broke (or was found dead) rather than what that did to
+// the hop beyond it.
+func (d *dialer) broke(ctx context.Context, err error, parent *node) error {
+	if ctx.Err() != nil {
+		return err
 	}
-	if f != nil && ctx.Err() == nil {
+	if f := parent.broken(); f != nil {
 		return f
 	}
 	return err
@@ -246,11 +178,7 @@ func (d *dialer) broke(ctx context.Context, err error, ch *chained, prev *sshCon
 
 // connect makes the TCP connection to the first hop, which the service
 // dials itself.
-func (d *dialer) connect(ctx context.Context, h *hop) (net.Conn, error) {
-	addr, err := d.resolve(ctx, h)
-	if err != nil {
-		return nil, err
-	}
+func (d *dialer) connect(ctx context.Context, h *hop, addr netip.AddrPort) (net.Conn, error) {
 	conn, err := (&net.Dialer{Timeout: d.timeout}).DialContext(ctx, "tcp", addr.String())
 	if err != nil {
 		return nil, d.dialFailure(ctx, err, h)
@@ -258,36 +186,61 @@ func (d *dialer) connect(ctx context.Context, h *hop) (net.Conn, error) {
 	return conn, nil
 }
 
-// open asks c, the connection of the hop before h (opener), to connect to
-// h, and returns the channel as h's connection, with the channel's
-// requests.
-func (d *dialer) open(ctx context.Context, c *sshConn, opener, h *hop) (net.Conn, <-chan *ssh.Request, error) {
-	addr, err := d.resolve(ctx, h)
-	if err != nil {
-		return nil, nil, err
-	}
+// open asks parent, the connection of the hop before h, to connect to h,
+// and returns the channel as h's connection, with the channel's requests.
+func (d *dialer) open(ctx context.Context, parent *node, h *hop, addr netip.AddrPort) (net.Conn, <-chan *ssh.Request, error) {
 	var (
 		through *chanConn
 		reqs    <-chan *ssh.Request
+		err     error
 	)
-	timedOut := d.bounded(ctx, c, func() {
-		through, reqs, err = openDirect(c, addr.Addr().String(), int(addr.Port()))
-	})
-	if timedOut {
+	// On a timeout the channel open is abandoned, not parent's
+	// connection, which other tunnels may ride: its late answer (a
+	// channel nobody wants) is closed when it comes.
+	answer := make(chan opened, 1)
+	go func() {
+		c, reqs, err := openDirect(parent.conn, addr.Addr().String(), int(addr.Port()))
+		answer <- opened{c, reqs, err}
+	}()
+	timer := time.NewTimer(d.timeout)
+	select {
+	case a := <-answer:
+		through, reqs, err = a.c, a.reqs, a.err
+	case <-timer.C:
 		err = context.DeadlineExceeded
+		go closeLate(answer)
+	case <-ctx.Done():
+		err = ctx.Err()
+		go closeLate(answer)
 	}
+	timer.Stop()
 	var refused *ssh.OpenChannelError
 	switch {
 	case err == nil:
 		return through, reqs, nil
 	case ctx.Err() == nil && errors.As(err, &refused):
 		who := "the source host"
-		if opener.jump > 0 {
-			who = fmt.Sprintf("jump host %d", opener.jump)
+		if parent.jump > 0 {
+			who = fmt.Sprintf("jump host %d", parent.jump)
 		}
 		return nil, nil, fail(sshdeck.TunnelErrNetwork, true, err, "%s: %s could not connect to it (%s)", h.name, who, refused.Reason)
 	}
 	return nil, nil, d.dialFailure(ctx, err, h)
+}
+
+// closeLate closes the channel of an open that was given up on, once its
+// answer comes (parent's connection ending answers it too).
+func closeLate(answer <-chan opened) {
+	if a := <-answer; a.c != nil {
+		a.c.Close()
+	}
+}
+
+// opened is the answer to a direct-tcpip channel open.
+type opened struct {
+	c    *chanConn
+	reqs <-chan *ssh.Request
+	err  error
 }
 
 // bounded runs f, which uses c, within the dial timeout and ctx. x/crypto/ssh

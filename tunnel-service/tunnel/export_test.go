@@ -11,3 +11,9 @@ func (m *Manager) Crash() { m.crash() }
 
 // OpenTunnel opens a stored tunnel's sealed credentials.
 var OpenTunnel = openTunnel
+
+// Conns is the number of SSH connections in the Manager's pool.
+func (m *Manager) Conns() int { return m.pool.size() }
+
+// Dials is the number of SSH connections the Manager's pool has dialled.
+func (m *Manager) Dials() int64 { return m.pool.dials.Load() }

@@ -70,7 +70,7 @@ func (r *runner) run(ctx context.Context) *sshdeck.TunnelStatus {
 }
 
 // attempt connects and serves until the tunnel breaks or ctx ends, then
-// tears everything down (the endpoint's listener first) so that a redial
+// tears its part down (the endpoint's listener first) so that a redial
 // starts clean. It returns why it ended and how long it was connected.
 // What it sets up it stops without defer (a panic ends the process
 // anyway).
@@ -81,59 +81,29 @@ func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Durat
 	}
 	r.reportConnected(retries)
 	since := r.now()
-	ka := startKeepalives(fw.link, r.keepalive, r.misses)
 	stable := time.NewTimer(r.stableAfter)
-	f = r.serve(ctx, fw, ka, stable.C, retries)
+	f = r.serve(ctx, fw.node.done, stable.C, retries)
+	if f == nil && ctx.Err() == nil {
+		f = fw.node.cause()
+	}
 	stable.Stop()
-	ka.stop()
-	fw.close()
+	r.disconnect(fw)
 	return f, r.now().Sub(since)
 }
 
-// serve is the tunnel's one goroutine while it is up: besides keepalives
-// and stable (which fires once the tunnel has been up for stableAfter),
-// it serves what the two connections' peers send (sshConn), which x/crypto
-// hands over on channels that close when the connection ends (a source's
-// jump hosts are served by goroutines of their own: chain.go).
-func (r *runner) serve(ctx context.Context, fw *forward, ka *keepalives, stable <-chan time.Time, retries int) *failure {
-	l := fw.link
+// serve is the tunnel's goroutine while it is up: it waits for the
+// endpoint's connection to end (down: the pool's goroutine serving it
+// closes it, after serving the connection's peers, the forwarded
+// connections and the keepalives, for every tunnel on it), for ctx, and
+// for stable, which fires once the tunnel has been up for stableAfter.
+// It returns nil: attempt asks the connection why it ended.
+func (r *runner) serve(ctx context.Context, down <-chan struct{}, stable <-chan time.Time, retries int) *failure {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case nc, ok := <-l.endpoint.chans:
-			if !ok {
-				return l.ended(l.endpoint)
-			}
-			fw.accept(nc)
-		case req, ok := <-l.endpoint.reqs:
-			if !ok {
-				return l.ended(l.endpoint)
-			}
-			refuseRequest(req)
-		case req, ok := <-l.hop:
-			if !ok {
-				return l.ended(l.endpoint)
-			}
-			refuseRequest(req)
-		case nc, ok := <-l.source.chans:
-			if !ok {
-				return l.ended(l.source)
-			}
-			refuseChannel(nc)
-		case req, ok := <-l.source.reqs:
-			if !ok {
-				return l.ended(l.source)
-			}
-			refuseRequest(req)
-		case a := <-ka.answers:
-			if err := a.k.answered(a.err); err != nil {
-				return l.failed(err)
-			}
-		case <-ka.ticker.C:
-			if err := ka.tick(); err != nil {
-				return asFailure(err, "tunnel")
-			}
+		case <-down:
+			return nil
 		case <-stable:
 			if retries > 0 {
 				r.reportConnected(0)

@@ -29,9 +29,15 @@ type Options struct {
 	MinRetryInterval time.Duration
 	// DialTimeout bounds each hop's connection and handshake (15 s).
 	DialTimeout time.Duration
-	// KeepaliveInterval and KeepaliveMisses detect dead peers (15 s, 3).
+	// KeepaliveInterval and KeepaliveMisses detect dead peers (15 s, 3),
+	// on each SSH connection, however many tunnels ride it.
 	KeepaliveInterval time.Duration
 	KeepaliveMisses   int
+	// DedicatedConnections gives every tunnel SSH connections of its own,
+	// as OpenSSH's ControlMaster no does, instead of sharing them between
+	// tunnels that reach the same hosts the same way (pool.go). The
+	// bench sets it to measure what an unshared tunnel costs.
+	DedicatedConnections bool
 	// StableAfter is how long a connection must stay up for its retry
 	// count to start over (10 s).
 	StableAfter time.Duration
@@ -118,7 +124,9 @@ type Manager struct {
 	sealer *secret.Sealer
 	opts   Options
 	dialer *dialer
-	log    *slog.Logger
+	// pool holds the SSH connections the tunnels running here share.
+	pool *pool
+	log  *slog.Logger
 
 	// runCtx is the parent of every run; loopCtx of the background loops.
 	runCtx, loopCtx     context.Context
@@ -169,6 +177,7 @@ func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) 
 	}
 	m.dialer = &dialer{deny: newDenyList(opts.Deny), resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
 	m.runCtx, m.stopRuns = context.WithCancel(context.Background())
+	m.pool = newPool(m.runCtx, m.dialer, opts.KeepaliveInterval, opts.KeepaliveMisses, opts.DedicatedConnections)
 	m.loopCtx, m.stopLoops = context.WithCancel(context.Background())
 	return m
 }
@@ -413,9 +422,7 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	m.mu.Unlock()
 	rn := &runner{
 		owner: t.Owner, name: t.Name, spec: &t.Spec, creds: creds,
-		dialer:      m.dialer,
-		keepalive:   m.opts.KeepaliveInterval,
-		misses:      m.opts.KeepaliveMisses,
+		pool:        m.pool,
 		stableAfter: m.opts.StableAfter,
 		now:         m.now,
 		log:         m.log,

@@ -25,9 +25,7 @@ type runner struct {
 	// nothing changes: a new generation is a new run.
 	spec        *sshdeck.TunnelSpec
 	creds       sshdeck.TunnelCredentials
-	dialer      *dialer
-	keepalive   time.Duration
-	misses      int
+	pool        *pool
 	stableAfter time.Duration
 	now         func() time.Time
 	log         *slog.Logger
@@ -73,19 +71,27 @@ func (r *runner) failed(state sshdeck.TunnelState, retries int, f *failure) sshd
 	return sshdeck.TunnelStatus{State: state, RetryCount: retries, Reason: f.msg, Error: f.kind}
 }
 
-// connect dials every hop (the jump hosts, the source, the endpoint) and
-// sets up the forward.
+// connect acquires the connections of every hop (the jump hosts, the
+// source, the endpoint) from the pool, which dials those it does not
+// have, and sets up the forward on the endpoint's.
 func (r *runner) connect(ctx context.Context) (*forward, *failure) {
-	l, err := r.dialer.dial(ctx, r.owner, newPath(r.spec, &r.creds))
+	n, err := r.pool.acquire(ctx, r.owner, newPath(r.spec, &r.creds))
 	if err != nil {
 		return nil, asFailure(err, "tunnel")
 	}
-	fw, err := listen(l, r.spec.EndpointPort, r.spec.SourcePort, r.log)
+	fw, err := listen(n, r.spec.EndpointPort, r.spec.SourcePort, r.log)
 	if err != nil {
-		l.Close()
+		r.pool.release(n)
 		return nil, asFailure(err, "tunnel")
 	}
 	return fw, nil
+}
+
+// disconnect stops the forward and lets go of the connections, which
+// close if no other tunnel rides them.
+func (r *runner) disconnect(fw *forward) {
+	fw.close()
+	r.pool.release(fw.node)
 }
 
 func (r *runner) reportConnected(retries int) {
