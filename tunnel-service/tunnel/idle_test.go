@@ -11,17 +11,20 @@ import (
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 )
 
-// idleGoroutines is what an idle connected tunnel may run: x/crypto's
-// three per SSH connection (readLoop, kexLoop, mux loop) for its two
-// connections, and the tunnel's own loop (runner.serve), which serves
-// both connections' channel opens and requests and the keepalives.
+// What idle connected tunnels may run: per SSH connection, x/crypto's
+// three (readLoop, kexLoop, mux loop) and the pool's one serving it
+// (node.serve: its peer's requests, the forwarded connections, the
+// keepalives); per tunnel, its own loop (runner.serve), which only waits.
 // Every goroutine holds a stack of 2 to 8 KiB: see
 // bench/tunnelbench/memory.go for what an idle tunnel costs.
-const idleGoroutines = 7
+const (
+	idleGoroutinesPerConn   = 4
+	idleGoroutinesPerTunnel = 1
+)
 
-// TestIdleGoroutines connects a few tunnels, carries a connection through
-// each, and checks that once idle they hold no more goroutines than
-// idleGoroutines each.
+// TestIdleGoroutines connects a few tunnels that share their two
+// connections, carries a connection through each, and checks that once
+// idle they hold no more goroutines than those.
 func TestIdleGoroutines(t *testing.T) {
 	w := tunneltest.NewWorld(t)
 	m := w.Manager("a")
@@ -39,11 +42,11 @@ func TestIdleGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	limit := before + tunnels*idleGoroutines
+	limit := before + 2*idleGoroutinesPerConn + tunnels*idleGoroutinesPerTunnel
 	if got := settledGoroutines(t, limit); got > limit {
 		buf := make([]byte, 1<<20)
-		t.Fatalf("%d idle tunnels run %d goroutines, want at most %d each (%d in all over %d before)\n%s",
-			tunnels, got-before, idleGoroutines, limit, before, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("%d idle tunnels on 2 connections run %d goroutines, want at most %d per connection and %d per tunnel (%d in all over %d before)\n%s",
+			tunnels, got-before, idleGoroutinesPerConn, idleGoroutinesPerTunnel, limit, before, buf[:runtime.Stack(buf, true)])
 	}
 }
 
