@@ -39,13 +39,16 @@ type env struct {
 	echo             *sshdtest.Echo
 	keyPEM, keyFile  string
 
-	store   *embedded.Store
-	manager *tunnel.Manager
-	owner   string // the user id owning the tunnels
-	token   string // its bearer token
-	srv     *http.Server
-	url     string
-	client  *http.Client
+	store *embedded.Store
+	// manager shares SSH connections between tunnels, as the service
+	// does; dedicated gives each tunnel its own, to measure what a
+	// tunnel alone costs (memory.go).
+	manager, dedicated *tunnel.Manager
+	owner              string // the user id owning the tunnels
+	token              string // its bearer token
+	srv                *http.Server
+	url                string
+	client             *http.Client
 
 	closers []func()
 }
@@ -103,6 +106,7 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	// a deployment runs it, but for the limit of tunnels per user: the
 	// memory measurement starts up to 1000 for its one user.
 	e.manager = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench", Log: log, TunnelLimit: 1_000_000})
+	e.dedicated = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench-dedicated", Log: log, TunnelLimit: 1_000_000, DedicatedConnections: true})
 	authn := auth.NewAuthenticator(e.store, e.store, nil)
 	admin := auth.NewAdmin(e.store, authn, nil)
 	u, err := admin.AddUser(ctx, "bench", false)
@@ -121,12 +125,14 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 		Manager: e.manager, Authenticator: authn, Ping: e.store.Ping, Logger: log,
 	}), log)
 	e.manager.Start()
+	e.dedicated.Start()
 	e.closers = append(e.closers, func() {
 		// Bounds the graceful shutdown only: past it, what is left is
 		// closed anyway, and nothing fails.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		e.srv.Shutdown(ctx)
+		e.dedicated.Shutdown(ctx)
 		e.manager.Shutdown(ctx)
 	})
 	go e.srv.Serve(ln)

@@ -12,7 +12,18 @@ import (
 	"github.com/sshdeck/sshdeck/bench/proc"
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
+
+// sourceConns is the number of TCP connections to the source's sshd, as
+// the kernel has them: how many SSH connections the tunnels ride.
+func (e *env) sourceConns() int {
+	pids, err := e.source.Clients()
+	if err != nil {
+		return -1
+	}
+	return len(pids)
+}
 
 // startConcurrency bounds the tunnels being connected at once: far below
 // sshd's MaxStartups (200 in sshdtest's config), and gentle on 2 cores.
@@ -28,13 +39,21 @@ type memSnapshot struct {
 	goroutines int
 	available  uint64 // the machine's MemAvailable
 	sshdProcs  int    // processes of both sshd trees
+	sshdConns  int    // TCP connections to the source's sshd
 	startTook  time.Duration
 }
 
 type memResult struct {
+	// base and levels are tunnels with SSH connections of their own
+	// (Options.DedicatedConnections), as every tunnel had before issue 18.
 	base    memSnapshot
 	levels  []memSnapshot
 	stopped string // why the largest count was not reached, if it was not
+	// sharedBase and shared are tunnels that all share one connection to
+	// the source and one to the endpoint, as the service runs them.
+	sharedBase    memSnapshot
+	shared        []memSnapshot
+	sharedStopped string
 }
 
 func snapshot(sshd []int) memSnapshot {
@@ -68,61 +87,77 @@ func lowMemory() (bool, string) {
 	return false, ""
 }
 
-// idleMemory starts tunnels up to each count in turn (they stay up, idle)
-// and measures the memory they hold, against the process with none.
+// idleMemory measures idle tunnels twice: with connections of their own
+// (the memory per tunnel), then sharing theirs (the memory per tunnel
+// added to a shared connection).
 func (e *env) idleMemory(ctx context.Context, o report.Options, p *ports, counts []int, profiles string) (*memResult, error) {
+	r := &memResult{}
+	var err error
+	if r.base, r.levels, r.stopped, err = e.idleLevels(ctx, o, p, e.dedicated, "idle", counts, profiles); err != nil {
+		return nil, err
+	}
+	if r.sharedBase, r.shared, r.sharedStopped, err = e.idleLevels(ctx, o, p, e.manager, "shared", counts, ""); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// idleLevels starts tunnels through m up to each count in turn (they stay
+// up, idle) and measures the memory they hold, against the process
+// without them; it disconnects them all before it returns.
+func (e *env) idleLevels(ctx context.Context, o report.Options, p *ports, m *tunnel.Manager, prefix string, counts []int, profiles string) (base memSnapshot, levels []memSnapshot, stopped string, err error) {
 	sshd := []int{e.source.Pid(), e.endpoint.Pid()}
-	r := &memResult{base: snapshot(sshd)}
+	base = snapshot(sshd)
 	var names []string
 	defer func() {
 		// Disconnected in parallel: Shutdown would stop them one by one.
 		e.forEach(context.Background(), names, func(ctx context.Context, name string) error {
-			return e.manager.Disconnect(ctx, e.owner, name, false)
+			return m.Disconnect(ctx, e.owner, name, false)
 		})
 	}()
 	for _, n := range counts {
 		began := time.Now()
 		var more []string
 		for i := len(names); i < n; i++ {
-			more = append(more, fmt.Sprintf("idle-%d", i))
+			more = append(more, fmt.Sprintf("%s-%d", prefix, i))
 		}
 		var stop sync.Once
 		err := e.forEach(ctx, more, func(ctx context.Context, name string) error {
 			if low, why := lowMemory(); low {
-				stop.Do(func() { r.stopped = why })
+				stop.Do(func() { stopped = why })
 				return errStop
 			}
 			port, err := p.get()
 			if err != nil {
 				return err
 			}
-			if err := e.manager.Connect(ctx, e.owner, e.request(name, port)); err != nil {
+			if err := m.Connect(ctx, e.owner, e.request(name, port)); err != nil {
 				return err
 			}
-			return e.waitConnected(ctx, name)
+			return e.waitConnected(ctx, m, name)
 		}, func(name string) { names = append(names, name) })
 		if err != nil {
-			return nil, err
+			return base, nil, "", err
 		}
 		s := snapshot(sshd)
-		s.tunnels, s.startTook = len(names), time.Since(began)
-		r.levels = append(r.levels, s)
-		o.Logf("tunnel: %d idle tunnels: %s KiB heap+stacks, %s KiB RSS, %.1f goroutines per tunnel (started in %v)", s.tunnels,
-			kib(perTunnel(s.heap+s.stacks, r.base.heap+r.base.stacks, s.tunnels)),
-			kib(perTunnel(s.rss, r.base.rss, s.tunnels)),
-			float64(s.goroutines-r.base.goroutines)/float64(max(1, s.tunnels)), s.startTook.Round(time.Millisecond))
-		if r.stopped != "" {
+		s.tunnels, s.startTook, s.sshdConns = len(names), time.Since(began), e.sourceConns()
+		levels = append(levels, s)
+		o.Logf("tunnel: %d idle tunnels (%s): %s KiB heap+stacks, %s KiB RSS, %.1f goroutines per tunnel, %d connections to the source (started in %v)", s.tunnels, prefix,
+			kib(perTunnel(s.heap+s.stacks, base.heap+base.stacks, s.tunnels)),
+			kib(perTunnel(s.rss, base.rss, s.tunnels)),
+			float64(s.goroutines-base.goroutines)/float64(max(1, s.tunnels)), s.sshdConns, s.startTook.Round(time.Millisecond))
+		if stopped != "" {
 			break
 		}
 	}
 	if profiles != "" {
 		for _, kind := range []string{"heap", "goroutine"} {
 			if err := writeProfile(profiles, kind, "tunnel-idle-"+kind+".pprof"); err != nil {
-				return nil, err
+				return base, nil, "", err
 			}
 		}
 	}
-	return r, nil
+	return base, levels, stopped, nil
 }
 
 var errStop = fmt.Errorf("stop")
@@ -173,9 +208,9 @@ func (e *env) forEach(ctx context.Context, names []string, f func(context.Contex
 // waitConnected polls the tunnel's status in the store. It has no deadline:
 // with no retries (env.request) a tunnel ends connected or failed, after
 // logins to sshd whose time is the machine's.
-func (e *env) waitConnected(ctx context.Context, name string) error {
+func (e *env) waitConnected(ctx context.Context, m *tunnel.Manager, name string) error {
 	for {
-		st, err := e.manager.Status(ctx, e.owner, name)
+		st, err := m.Status(ctx, e.owner, name)
 		if err != nil {
 			return err
 		}
@@ -218,7 +253,9 @@ func (r *memResult) section() report.Section {
 			s.sshdProcs,
 			fmt.Sprintf("%.1f", s.startTook.Seconds()))
 	}
+	shared, sharedNotes := r.sharedTable()
 	var notes []string
+	negative = negative || sharedNotes.negative
 	if negative {
 		notes = append(notes, "A negative figure is the memory measured with the tunnels up being below the same with none: "+
 			"at that count what the tunnels hold is smaller than what moves between two measurements (a GC cycle, pages returned to the OS, "+
@@ -227,6 +264,10 @@ func (r *memResult) section() report.Section {
 	if r.stopped != "" {
 		notes = append(notes, fmt.Sprintf("Stopped starting tunnels at %d: %s.", r.levels[len(r.levels)-1].tunnels, r.stopped))
 	}
+	if r.sharedStopped != "" {
+		notes = append(notes, fmt.Sprintf("Stopped starting shared tunnels at %d: %s.", r.shared[len(r.shared)-1].tunnels, r.sharedStopped))
+	}
+	notes = append(notes, sharedNotes.goal)
 	return report.Section{
 		Title:   "Tunnels: memory per idle tunnel",
 		Command: command,
@@ -236,10 +277,65 @@ the bench process's live Go heap plus goroutine stacks, its RSS and its goroutin
 machine's MemAvailable (which counts sshd's processes too, and moves with whatever else the
 machine runs: a rough figure), each less the same with no tunnel
 (heap+stacks %s MiB, RSS %s MiB, %d goroutines, %d sshd processes), divided by the number of
-tunnels. Each tunnel is two SSH connections (the endpoint's inside a channel of the source's),
-a remote forward, and the service's keepalives, lease and status.`,
+tunnels. In the first table each tunnel has two SSH connections of its own (the endpoint's
+inside a channel of the source's; `+"`Options.DedicatedConnections`"+`, as every tunnel had before
+connections were shared), a remote forward, and the service's keepalives, lease and status.
+
+In the second table the same tunnels, through a Manager that shares connections as the service
+does, all ride one SSH connection to the source and one to the endpoint (the source's sshd's TCP
+connections, counted by the kernel, are in the table), each with its own remote forward on the
+endpoint's. Its first row is the first tunnel with its two connections, against none; each later
+row is the memory the tunnels beyond the first added, divided by their number: what one more
+idle tunnel on a shared connection costs.`,
 			startConcurrency, mib(float64(r.base.heap+r.base.stacks)), mib(float64(r.base.rss)), r.base.goroutines, r.base.sshdProcs),
-		Tables: []report.Table{t},
+		Tables: []report.Table{t, shared},
 		Notes:  strings.Join(notes, " "),
 	}
+}
+
+// sharedGoal is the most an idle tunnel added to a shared connection may
+// cost in Go heap and stacks (API.md, issue 18).
+const sharedGoal = 16 << 10
+
+type sharedNotes struct {
+	negative bool
+	goal     string
+}
+
+// sharedTable is the shared tunnels' table: the first row against no
+// tunnel, each later one per tunnel beyond the first.
+func (r *memResult) sharedTable() (report.Table, sharedNotes) {
+	t := report.Table{Header: []string{"shared idle tunnels", "Go heap + stacks per added tunnel (KiB)", "RSS per added tunnel (KiB)", "goroutines per added tunnel", "machine memory per added tunnel (KiB, incl. sshd)", "SSH connections to the source", "started in (s)"}}
+	var n sharedNotes
+	if len(r.shared) == 0 {
+		n.goal = "No shared tunnel was measured."
+		return t, n
+	}
+	first := r.shared[0]
+	var last float64
+	for i, s := range r.shared {
+		from, added := r.sharedBase, s.tunnels
+		if i > 0 {
+			from, added = first, s.tunnels-first.tunnels
+		}
+		heap := perTunnel(s.heap+s.stacks, from.heap+from.stacks, added)
+		rss := perTunnel(s.rss, from.rss, added)
+		machine := perTunnel(from.available, s.available, added)
+		n.negative = n.negative || heap < 0 || rss < 0 || machine < 0
+		last = heap
+		t.Add(s.tunnels, kib(heap), kib(rss),
+			fmt.Sprintf("%.1f", float64(s.goroutines-from.goroutines)/float64(max(1, added))),
+			kib(machine), s.sshdConns, fmt.Sprintf("%.1f", s.startTook.Seconds()))
+	}
+	if len(r.shared) < 2 {
+		n.goal = "Only the first shared tunnel was measured: no figure per added tunnel."
+		return t, n
+	}
+	verdict := "met"
+	if last > sharedGoal {
+		verdict = "not met"
+	}
+	n.goal = fmt.Sprintf("Goal: at most %s KiB of Go heap and stacks per idle tunnel added to a shared connection: **%s** (%s KiB at %d tunnels).",
+		kib(sharedGoal), verdict, kib(last), r.shared[len(r.shared)-1].tunnels)
+	return t, n
 }

@@ -2,6 +2,8 @@ package tunnelbench
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,8 +82,18 @@ func TestQuick(t *testing.T) {
 	}
 
 	mem := byTitle["Tunnels: memory per idle tunnel"]
-	if len(mem.Tables) != 1 || len(mem.Tables[0].Rows) != len(quick.idle) {
-		t.Fatalf("memory: want one table with a row for each of %v tunnels: %+v", quick.idle, mem.Tables)
+	if len(mem.Tables) != 2 || len(mem.Tables[0].Rows) != len(quick.idle) || len(mem.Tables[1].Rows) != len(quick.idle) {
+		t.Fatalf("memory: want two tables (dedicated, shared) with a row for each of %v tunnels: %+v", quick.idle, mem.Tables)
+	}
+	// Shared tunnels ride one connection to the source, whatever their
+	// number; the goal is stated.
+	for _, row := range mem.Tables[1].Rows {
+		if row[5] != "1" {
+			t.Errorf("%s shared tunnels ride %s connections to the source, want 1", row[0], row[5])
+		}
+	}
+	if !strings.Contains(mem.Notes, "per idle tunnel added to a shared connection") {
+		t.Errorf("memory notes state no goal for shared tunnels: %s", mem.Notes)
 	}
 	for i, row := range mem.Tables[0].Rows {
 		if row[0] != strconv.Itoa(quick.idle[i]) {
@@ -182,4 +194,29 @@ func TestPerTunnel(t *testing.T) {
 	if s := r.section(); strings.Contains(s.Notes, "negative") {
 		t.Errorf("a note on negative figures with none: %q", s.Notes)
 	}
+}
+
+// BenchmarkIdleMemory runs the memory per idle tunnel alone (dedicated and
+// shared connections, at the full run's counts) and logs its section, as
+// `go run ./bench -only tunnel` writes it:
+//
+//	go test -run '^$' -bench IdleMemory -benchtime 1x ./bench/tunnelbench/
+func BenchmarkIdleMemory(b *testing.B) {
+	sshdtest.Require(b)
+	var log bytes.Buffer
+	e, err := newEnv(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.close()
+	var p ports
+	var mem *memResult
+	for b.Loop() {
+		if mem, err = e.idleMemory(b.Context(), report.Options{Log: &log}, &p, full.idle, ""); err != nil {
+			b.Fatalf("%v\nlog:\n%s", err, log.String())
+		}
+	}
+	// Printed, not logged: the testing package cuts a benchmark's log.
+	fmt.Printf("%s\n", log.String())
+	mem.section().Markdown(os.Stdout)
 }
