@@ -10,17 +10,34 @@
 // 127.0.0.1:endpointPort, and carries every connection made there to the
 // source's 127.0.0.1:sourcePort: the effect of `ssh -R` run on the source.
 //
+// Tunnels share SSH connections, as OpenSSH's ControlMaster does: those of
+// one owner that reach a host through the same hops with the same logins
+// ride one connection to it, at every hop (pool.go, node.go). A tunnel's
+// attempt takes its spec's hops and credentials (newPath), acquires their
+// connections from the pool, asks the endpoint's for its forward, and
+// waits; it lets go when it ends, and a connection closes with its last
+// tunnel. A connection's end is the failure of every tunnel on it, each
+// retried under its own rules.
+//
 // The pieces, one file each:
 //   - request.go: a connect request checked into a tunnel's spec and
 //     credentials (the SSH fields' limits are sshdeck's, shared with hosts);
-//   - dial.go: the SSH hops, their authentication, denied address ranges;
-//   - chain.go: a source's jump hosts, their connections and what broke;
+//   - dial.go: the SSH hops, their authentication, denied address ranges,
+//     and the dial of one hop, over TCP or through the hop before it;
+//   - pool.go: the shared connections, by what makes two interchangeable
+//     (owner, path, address, login, an HMAC of the credentials), their
+//     references and single dials;
+//   - node.go: one shared connection and the goroutine serving it: its
+//     peer's requests, the forwarded connections by port, keepalives;
+//   - chain.go: a connection's path (the ones it rides in) and which hop
+//     of it broke;
 //   - channel.go: the few parts of an ssh.Client a tunnel needs, without its
 //     goroutines;
 //   - hostkey.go: host key pins and the first key remembered per owner,
 //     address and the path to it;
-//   - forward.go: the remote forward and the copying of each connection;
-//   - keepalive.go: dead-peer detection;
+//   - forward.go: a tunnel's remote forward on the endpoint's (shared)
+//     connection and the copying of each connection;
+//   - keepalive.go: dead-peer detection, per connection;
 //   - failure.go: why an attempt failed, and whether a retry may mend it;
 //   - runner.go: one tunnel's state machine, with its retries;
 //   - loop.go: the goroutine of a running tunnel (run, attempt, serve),
