@@ -27,7 +27,7 @@ func TestRouteCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := hosts.NewService(s, secret.NewSealer(keyring), nil)
+	svc := hosts.NewService(s, s, secret.NewSealer(keyring), nil)
 	authn := auth.NewAuthenticator(s, s, nil)
 
 	token, hash := auth.NewToken()
