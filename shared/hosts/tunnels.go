@@ -31,7 +31,8 @@ import (
 //     heartbeat, when its lease renewal finds no tunnel);
 //   - when the host's connection changes (ip, port, username, authType,
 //     keyType, a credential, jumpHosts; or its deletion), every running
-//     tunnel of the owner that goes through it, as source, endpoint or any
+//     tunnel of the owner (and every failed autoStart one: restartable)
+//     that goes through it, as source, endpoint or any
 //     hop of the source's route, gets a new generation: its replica
 //     restarts it with what the host now says. So does a running tunnel
 //     whose endpointHost names the host by a name it takes or leaves, so
@@ -110,7 +111,7 @@ func (y *tunnelSync) run(ctx context.Context) error {
 	changed, names := y.changes()
 	if changed || len(names) > 0 {
 		for _, t := range tunnels {
-			if !t.Run || y.done[t.Name] {
+			if !restartable(t) || y.done[t.Name] {
 				continue
 			}
 			through, err := y.through(ctx, t, changed, names)
@@ -236,9 +237,19 @@ func (y *tunnelSync) through(ctx context.Context, t *sshdeck.Tunnel, changed boo
 	return slices.Contains(route, id), nil
 }
 
-// restart writes a running tunnel at a new generation, which its replica
-// restarts; a tunnel stopped since is left alone (its next start reads
-// the hosts anyway).
+// restartable tells whether a host's change restarts t: when it runs,
+// and when it is an autoStart tunnel that failed (a wrong password, say,
+// which is not retried) and nobody disconnected, since the change may be
+// what mends it; a replica's reconcile starts it again. A tunnel that is
+// not autoStart and stopped is left alone: its next connect reads the
+// hosts anyway, and no replica would take it up.
+func restartable(t *sshdeck.Tunnel) bool {
+	return t.Run || (t.Spec.AutoStart && t.Status.State == sshdeck.TunnelFailed && !t.Status.ManualDisconnect)
+}
+
+// restart writes a restartable tunnel at a new generation, to run: the
+// replica running it restarts it at its next heartbeat, or a replica's
+// reconcile starts it.
 func (y *tunnelSync) restart(ctx context.Context, name string) error {
 	h := y.host()
 	why := "host " + strconv.FormatInt(h.ID, 10) + " was saved; restarting with it"
@@ -246,9 +257,10 @@ func (y *tunnelSync) restart(ctx context.Context, name string) error {
 		why = "host " + strconv.FormatInt(h.ID, 10) + " was deleted; restarting without it"
 	}
 	_, err := y.w.Write(ctx, y.owner, name, false, func(t *sshdeck.Tunnel) error {
-		if !t.Run {
+		if !restartable(t) {
 			return tunnelrecord.Unchanged
 		}
+		t.Run = true
 		t.Status = sshdeck.TunnelStatus{State: sshdeck.TunnelConnecting, Reason: why}
 		return nil
 	})
