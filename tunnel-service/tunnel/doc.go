@@ -13,6 +13,10 @@
 // The pieces, one file each:
 //   - request.go: a connect request checked into a tunnel's spec and
 //     credentials (the SSH fields' limits are sshdeck's, shared with hosts);
+//   - stored.go: a request's sides given as stored hosts, read and checked;
+//   - refs.go: tunnels from stored hosts keep references, read again at
+//     each attempt; a host's tunnelConnections ("<id>:<i>") started by
+//     name, and forgotten when their host or item is gone;
 //   - dial.go: the SSH hops, their authentication, denied address ranges;
 //   - chain.go: a source's jump hosts, their connections and what broke;
 //   - channel.go: the few parts of an ssh.Client a tunnel needs, without its
