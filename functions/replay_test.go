@@ -46,12 +46,14 @@ var replay = map[string]struct {
 	"get-host":   {status: http.StatusOK, calls: map[string]int{"GetItem": 1}},
 	// The id, then one transaction: the host, its count of shortcuts and
 	// the owner's count of hosts.
-	"create-host": {status: http.StatusCreated, calls: map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}},
-	"update-host": {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "PutItem": 1}},
+	// A host's save lists its owner's tunnels (shared/hosts, tunnels.go).
+	"create-host": {status: http.StatusCreated, calls: map[string]int{"UpdateItem": 1, "TransactWriteItems": 1, "Query": 1}},
+	"update-host": {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1}},
 	// The host goes in a transaction with the owner's count of hosts; its
 	// entries (and its count of shortcuts) after it: a Query of them, one
 	// BatchWriteItem per 25.
-	"delete-host": {status: http.StatusOK, calls: map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+	// The host is read first: its name tells the tunnels naming it.
+	"delete-host": {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "TransactWriteItems": 1, "Query": 2, "BatchWriteItem": 1}},
 
 	// The host is read first, then its list (or the entry deleted).
 	"list-recent-files":  {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "Query": 1}},

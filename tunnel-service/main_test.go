@@ -223,7 +223,7 @@ func TestStoredHostsOverDynamoDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice := mustUser(t, store)
-	svc := hosts.NewService(store, secret.NewSealer(secret.NewKMSKeyring(keys.Client(), keys.KeyID)), nil)
+	svc := hosts.NewService(store, store, secret.NewSealer(secret.NewKMSKeyring(keys.Client(), keys.KeyID)), nil)
 	save := func(name string, port int, hops ...sshdeck.JumpHost) int64 {
 		r, err := svc.Create(t.Context(), alice, &hosts.Input{Name: name, IP: "127.0.0.1", Port: &port, Username: "root", Key: &key, JumpHosts: hops})
 		if err != nil {

@@ -275,7 +275,7 @@ func seed(ctx context.Context, store sshdeck.Store, sealer *secret.Sealer, dir s
 		return nil, err
 	}
 
-	svc := hosts.NewService(store, sealer, nil)
+	svc := hosts.NewService(store, store, sealer, nil)
 	for _, body := range seedHosts {
 		var in hosts.Input
 		if err := json.Unmarshal([]byte(body), &in); err != nil {

@@ -59,7 +59,7 @@ func FromApp(a *app.App) (Config, error) {
 	admin.SetTokenLimit(a.Config.Limits.Tokens)
 	cfg := Config{
 		Accounts: accounts.NewService(a.Store, admin, a.Sealer, nil),
-		Hosts:    hosts.NewService(a.Store, a.Sealer, nil),
+		Hosts:    hosts.NewService(a.Store, a.Store, a.Sealer, nil),
 		Files:    files.NewService(a.Store, nil),
 		Ping:     a.Store.Ping,
 		Logger:   a.Log,

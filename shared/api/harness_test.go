@@ -94,7 +94,7 @@ func newEnv(t testing.TB) *env {
 	e.authn = authn
 	e.admin = auth.NewAdmin(store, authn, e.clock)
 	sealer := secret.NewSealer(keyring)
-	e.hostsService = hosts.NewService(store, sealer, nil)
+	e.hostsService = hosts.NewService(store, store, sealer, nil)
 	e.accounts = accounts.NewService(store, e.admin, sealer, e.clock)
 	e.github = upstreamtest.StartGitHub(t)
 	e.remote = upstreamtest.StartAlerts(t)

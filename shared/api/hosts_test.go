@@ -511,7 +511,7 @@ func TestListHostsCutShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.New(api.Config{
-		Hosts:         hosts.NewService(failingPages{e.store}, secret.NewSealer(keyring), nil),
+		Hosts:         hosts.NewService(failingPages{e.store}, e.store, secret.NewSealer(keyring), nil),
 		Authenticator: e.authn,
 		Logger:        slog.New(slog.NewJSONHandler(e.logs, nil)),
 	}).Router())

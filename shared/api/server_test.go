@@ -91,7 +91,7 @@ func TestInternalErrorsAreLoggedNotShown(t *testing.T) {
 	}
 	logs := &logbuf.Buffer{}
 	e.handler = api.New(api.Config{
-		Hosts:         hosts.NewService(e.store, secret.NewSealer(other), nil),
+		Hosts:         hosts.NewService(e.store, e.store, secret.NewSealer(other), nil),
 		Ping:          e.store.Ping,
 		Authenticator: e.authn,
 		Logger:        slog.New(slog.NewJSONHandler(logs, nil)),

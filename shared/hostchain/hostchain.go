@@ -157,6 +157,67 @@ func (r *Reader) Check(ctx context.Context, owner string, id int64, hops []sshde
 	return w.walk(ctx, hops, path, -1)
 }
 
+// Find returns the owner's host that ref names, as a host's
+// tunnelConnections name their endpointHost: its id, or else its name.
+// An id the owner has wins over a host of that name. NotFound when no
+// host has either; Invalid when several share the name, naming them. It
+// reads the owner's hosts a page at a time when ref is no id of theirs.
+func (r *Reader) Find(ctx context.Context, owner, ref string) (*sshdeck.Host, error) {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
+		h, err := r.Store.Host(ctx, owner, id)
+		if sshdeck.ErrorCode(err) != sshdeck.NotFound {
+			return h, err
+		}
+	}
+	const page = 100
+	var found []*sshdeck.Host
+	for after := int64(0); ; {
+		hs, err := r.Store.Hosts(ctx, owner, after, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			if h.Name == ref {
+				found = append(found, h)
+			}
+		}
+		if len(hs) < page {
+			break
+		}
+		after = hs[len(hs)-1].ID
+	}
+	switch len(found) {
+	case 0:
+		return nil, sshdeck.Errorf(sshdeck.NotFound, "no host of yours has this name or id")
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]int64, len(found))
+	for i, h := range found {
+		ids[i] = h.ID
+	}
+	return nil, sshdeck.Errorf(sshdeck.Invalid, "%d of your hosts have this name (hosts %s): name one by id", len(found), joinIDs(ids))
+}
+
+// RouteIDs returns the ids of the hosts the route to the owner's host id
+// passes, first hop first, as Route does but without opening any
+// credential: what tells which tunnels a change of a host concerns.
+func (r *Reader) RouteIDs(ctx context.Context, owner string, id int64) ([]int64, error) {
+	h, err := r.Store.Host(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	w := walk{r: r, owner: owner, max: r.max(), route: []*sshdeck.Host{}}
+	if err := w.walk(ctx, h.JumpHosts, []int64{id}, -1); err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(w.route))
+	for i, hop := range w.route {
+		ids[i] = hop.ID
+	}
+	return ids, nil
+}
+
 // walk follows a route through the store.
 type walk struct {
 	r     *Reader
@@ -216,6 +277,18 @@ func (w *walk) host(ctx context.Context, id int64) (*sshdeck.Host, error) {
 	}
 	w.read[id] = h
 	return h, nil
+}
+
+// joinIDs writes ids as a list: 3, 5 and 8.
+func joinIDs(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // arrows writes ids as a path: 3 → 5 → 3.

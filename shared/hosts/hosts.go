@@ -64,18 +64,23 @@ type Service struct {
 	// limit is its default.
 	Limits config.Limits
 
-	store  sshdeck.HostStore
-	sealer *secret.Sealer
-	now    func() time.Time
+	store sshdeck.HostStore
+	// tunnels are the owners' tunnel records, which a host's save keeps
+	// up to date (tunnels.go); nil writes none, which only tests of the
+	// host rules alone do.
+	tunnels sshdeck.TunnelStore
+	sealer  *secret.Sealer
+	now     func() time.Time
 }
 
-// NewService returns a Service with the default limits; now is the clock
-// (time.Now when nil).
-func NewService(store sshdeck.HostStore, sealer *secret.Sealer, now func() time.Time) *Service {
+// NewService returns a Service with the default limits over the hosts and
+// tunnels of a store (one store implements both: sshdeck.Store); now is
+// the clock (time.Now when nil).
+func NewService(store sshdeck.HostStore, tunnels sshdeck.TunnelStore, sealer *secret.Sealer, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{Limits: config.DefaultLimits, store: store, sealer: sealer, now: now}
+	return &Service{Limits: config.DefaultLimits, store: store, tunnels: tunnels, sealer: sealer, now: now}
 }
 
 // maxHosts is the limit of hosts per user.
@@ -142,6 +147,9 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if err := s.store.CreateHost(ctx, h, s.maxHosts()); err != nil {
 		return nil, err
 	}
+	if err := s.afterWrite(ctx, owner, nil, h); err != nil {
+		return nil, err
+	}
 	return newRecord(h, creds), nil
 }
 
@@ -196,6 +204,9 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 		err = s.store.UpdateHost(ctx, &h)
 		switch {
 		case err == nil:
+			if err := s.afterWrite(ctx, owner, cur, &h); err != nil {
+				return nil, err
+			}
 			return newRecord(&h, creds), nil
 		case sshdeck.ErrorCode(err) != sshdeck.Conflict:
 			return nil, err
@@ -210,23 +221,32 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 // Delete removes one of the owner's hosts and everything that belongs to it.
 // A precondition naming at most one version is the delete's own condition;
 // one naming several, or none, is checked on the host read first.
+//
+// With tunnels, the host is read first whatever the precondition: its
+// name tells which tunnels name it as their endpoint (tunnels.go).
 func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch *Precondition) error {
 	version, ok := ifMatch.version()
-	if !ok {
-		cur, err := s.store.Host(ctx, owner, id)
-		if err != nil {
+	var cur *sshdeck.Host
+	if !ok || s.tunnels != nil {
+		var err error
+		if cur, err = s.store.Host(ctx, owner, id); err != nil {
 			return err
 		}
 		if !ifMatch.Allows(cur.Version) {
 			return preconditionFailed(id)
 		}
-		version = cur.Version
+		if !ok {
+			version = cur.Version
+		}
 	}
 	err := s.store.DeleteHost(ctx, owner, id, version)
 	if sshdeck.ErrorCode(err) == sshdeck.Conflict {
 		return preconditionFailed(id)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.afterWrite(ctx, owner, cur, nil)
 }
 
 func preconditionFailed(id int64) error {

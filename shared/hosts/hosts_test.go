@@ -45,7 +45,7 @@ func newService(t *testing.T) (*Service, *embedded.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewService(store, secret.NewSealer(keyring), nil), store
+	return NewService(store, store, secret.NewSealer(keyring), nil), store
 }
 
 func TestUpdateGivesUpAfterLosingEveryRace(t *testing.T) {

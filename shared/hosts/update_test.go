@@ -45,7 +45,7 @@ func newCountingService(t *testing.T) (*Service, *countingStore) {
 	}
 	cs := &countingStore{Store: store, calls: map[string]int{}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return NewService(cs, secret.NewSealer(keyring), func() time.Time { return now }), cs
+	return NewService(cs, nil, secret.NewSealer(keyring), func() time.Time { return now }), cs
 }
 
 // input is a host body as JSON, with the required fields.

@@ -50,12 +50,13 @@ type TunnelHop struct {
 	// HostKey pins the host's key (a SHA256: fingerprint or an
 	// authorized_keys line); empty trusts the first key seen (KnownHost).
 	HostKey string `json:"hostKey,omitempty"`
-	// HostID is the owner's stored host this hop was read from when the
-	// tunnel was connected (a request's sourceHostId or endpointHostId, or
-	// a hop of the source's route); 0 when the request gave the hop's
-	// fields itself. The hop's fields and sealed credentials are copies,
-	// so that running the tunnel reads no host; the id tells which
-	// tunnels a change of the host concerns.
+	// HostID is the owner's stored host this hop was read from (a
+	// request's sourceHostId or endpointHostId, or a hop of the source's
+	// route); 0 when the request gave the hop's fields itself. A stored
+	// tunnel that references hosts (TunnelSpec.SourceHostID…) keeps no
+	// copy of them: its hops are read at each attempt, and HostID is set
+	// in that attempt's hops. Records written before references held
+	// copies with HostID set; they run from their copies as before.
 	HostID int64 `json:"hostId,omitempty"`
 }
 
@@ -70,11 +71,30 @@ type TunnelSpec struct {
 	// by the hop before it. Empty: the source is dialled directly. No
 	// client sends it: the service fills it from the route of a stored
 	// host (tunnel.ConnectRequest.Jumps).
-	Jumps        []TunnelHop `json:"jumps,omitempty"`
-	Source       TunnelHop   `json:"source"`
-	Endpoint     TunnelHop   `json:"endpoint"`
-	SourcePort   int         `json:"sourcePort"`
-	EndpointPort int         `json:"endpointPort"`
+	Jumps    []TunnelHop `json:"jumps,omitempty"`
+	Source   TunnelHop   `json:"source"`
+	Endpoint TunnelHop   `json:"endpoint"`
+	// SourceHostID, EndpointHostID and EndpointHost reference the owner's
+	// stored hosts instead of copying them (hosttunnel.go): a referenced
+	// side's hop holds only its pin (HostKey), the record holds no
+	// credential of it, and each attempt reads the host, and the source's
+	// route of jump hosts, from the store. So a changed password is used
+	// at the next attempt, and a host saved later than its tunnel is found.
+	//
+	// SourceHostID is the source (a request's sourceHostId, or the host
+	// whose tunnelConnections hold the tunnel), reached through its route;
+	// Jumps is then empty. EndpointHostID is a request's endpointHostId.
+	// EndpointHost is a tunnelConnection's endpointHost as the host gives
+	// it: the id or the name of one of the owner's hosts.
+	SourceHostID   int64  `json:"sourceHostId,omitempty"`
+	EndpointHostID int64  `json:"endpointHostId,omitempty"`
+	EndpointHost   string `json:"endpointHost,omitempty"`
+	// HostTunnel marks a host's tunnelConnection: item i of host
+	// SourceHostID's list, named HostTunnelName(SourceHostID, i), written
+	// by the hosts service whenever the host is saved.
+	HostTunnel   bool `json:"hostTunnel,omitempty"`
+	SourcePort   int  `json:"sourcePort"`
+	EndpointPort int  `json:"endpointPort"`
 	// MaxRetries is how many consecutive failures are retried (0: none).
 	MaxRetries int `json:"maxRetries"`
 	// RetryInterval is the pause before a retry.

@@ -22,6 +22,10 @@
 // The pieces, one file each:
 //   - request.go: a connect request checked into a tunnel's spec and
 //     credentials (the SSH fields' limits are sshdeck's, shared with hosts);
+//   - stored.go: a request's sides given as stored hosts, read and checked;
+//   - refs.go: tunnels from stored hosts keep references, read again at
+//     each attempt; a host's tunnelConnections ("<id>:<i>") started by
+//     name, and forgotten when their host or item is gone;
 //   - dial.go: the SSH hops, their authentication, denied address ranges,
 //     and the dial of one hop, over TCP or through the hop before it;
 //   - pool.go: the shared connections, by what makes two interchangeable

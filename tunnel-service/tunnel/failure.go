@@ -21,6 +21,9 @@ type failure struct {
 	retry bool
 	msg   string
 	err   error // the cause, for the log
+	// forget is set for a host tunnel whose host or item is gone: the run
+	// ends and the tunnel is deleted (refs.go).
+	forget bool
 }
 
 func (f *failure) Error() string { return f.msg }

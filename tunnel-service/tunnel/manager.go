@@ -12,6 +12,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/tunnelrecord"
 )
 
 // Options tune a Manager; zero values take the defaults.
@@ -160,6 +161,7 @@ type tunnelKey struct{ owner, name string }
 // run is a tunnel running here.
 type run struct {
 	tunnel *sshdeck.Tunnel // the record it runs, with its generation
+	runner *runner
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -257,13 +259,25 @@ func (m *Manager) now() time.Time { return m.opts.Now().UTC() }
 // name) and starts it here, unless another replica holds it: that one
 // restarts it at its next heartbeat. A new name past the owner's
 // TunnelLimit is LimitExceeded.
+//
+// A request of a name alone starts the host tunnel of that name (refs.go);
+// any other request may not take such a name (checkName). A side given
+// by host id is stored as a reference (referencing), read again at each
+// attempt, after the request's checks have read and checked it once.
 func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest) error {
+	if _, _, ok := sshdeck.ParseHostTunnelName(req.Name); ok && req.onlyName() {
+		return m.startHostTunnel(ctx, owner, req.Name)
+	}
+	orig := req
 	req, err := m.resolve(ctx, owner, req)
 	if err != nil {
 		return err
 	}
 	name, spec, creds, err := req.parse(m.opts.MinRetryInterval, m.opts.JumpLimit)
 	if err != nil {
+		return err
+	}
+	if err := checkName(name); err != nil {
 		return err
 	}
 	// The first hop is the service's to dial; every later one the hop's
@@ -281,6 +295,7 @@ func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest
 	if err := m.dialer.checkAllowed(ctx, dst.ipField(), spec.Endpoint.IP, true); err != nil {
 		return err
 	}
+	spec, creds = referencing(orig, spec, creds)
 	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)
 	if err != nil {
 		return err
@@ -337,45 +352,20 @@ func (m *Manager) Delete(ctx context.Context, owner, name string) error {
 	return nil
 }
 
-// maxWriteAttempts bounds the read-modify-write of a tunnel record racing
-// other writers.
-const maxWriteAttempts = 3
-
 // write changes the owner's tunnel (creating it when create is set) under
-// the guard of its generation, and tells the status streams.
+// the guard of its generation (tunnelrecord.Writer, which the hosts
+// service writes a host's tunnels with too), and tells the status streams.
 func (m *Manager) write(ctx context.Context, owner, name string, create bool, change func(*sshdeck.Tunnel)) (*sshdeck.Tunnel, error) {
-	for range maxWriteAttempts {
-		now := m.now()
-		var t sshdeck.Tunnel
-		cur, err := m.store.Tunnel(ctx, owner, name)
-		switch {
-		case err == nil:
-			t = *cur
-		case sshdeck.ErrorCode(err) == sshdeck.NotFound && create:
-			t = sshdeck.Tunnel{Owner: owner, Name: name, CreatedAt: now} // generation 1 below
-		case sshdeck.ErrorCode(err) == sshdeck.NotFound:
-			return nil, sshdeck.Errorf(sshdeck.NotFound, "no tunnel named %q", name)
-		default:
-			return nil, err
-		}
-		t.Generation++
-		change(&t)
-		t.Status.UpdatedAt, t.UpdatedAt = now, now
-		if t.Generation == 1 {
-			err = m.store.CreateTunnel(ctx, &t, m.opts.TunnelLimit)
-		} else {
-			err = m.store.PutTunnel(ctx, &t)
-		}
-		if sshdeck.ErrorCode(err) == sshdeck.Conflict {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		m.notify(owner)
-		return &t, nil
+	w := tunnelrecord.Writer{Store: m.store, Limit: m.opts.TunnelLimit, Now: m.opts.Now}
+	t, err := w.Write(ctx, owner, name, create, func(t *sshdeck.Tunnel) error {
+		change(t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, sshdeck.Errorf(sshdeck.Conflict, "tunnel %q changed while this request wrote it; try again", name)
+	m.notify(owner)
+	return t, nil
 }
 
 // claim runs a tunnel just written by this replica, if it can take the
@@ -428,6 +418,10 @@ func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 		log:         m.log,
 		report:      func(st sshdeck.TunnelStatus) { m.setStatus(ctx, t, st) },
 	}
+	rn.hops = func(ctx context.Context) (*sshdeck.TunnelSpec, sshdeck.TunnelCredentials, *failure) {
+		return m.hops(ctx, t.Owner, t.Name, &t.Spec, creds)
+	}
+	r.runner = rn
 	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
 	m.runners.Add(1)
 	go m.runTunnel(ctx, r, rn)
@@ -441,6 +435,10 @@ func (m *Manager) ranOut(r *run, final *sshdeck.TunnelStatus) {
 		delete(m.runs, k)
 	}
 	m.mu.Unlock()
+	if r.runner.forget {
+		m.forget(r.tunnel, final.Reason)
+		return
+	}
 	m.finish(m.runCtx, r.tunnel, *final)
 }
 

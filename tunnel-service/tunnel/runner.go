@@ -31,6 +31,13 @@ type runner struct {
 	log         *slog.Logger
 	// report records a state on the way; the final one is run's result.
 	report func(sshdeck.TunnelStatus)
+	// hops returns what an attempt dials: spec and creds, or, for a spec
+	// that references stored hosts, the hops read from the store
+	// (Manager.hops, refs.go).
+	hops func(context.Context) (*sshdeck.TunnelSpec, sshdeck.TunnelCredentials, *failure)
+	// forget is set when the run gave up because its host tunnel's host
+	// or item is gone (refs.go); only the run's goroutine touches it.
+	forget bool
 }
 
 // The statuses and failures the loop reports are made here, not in the
@@ -55,6 +62,7 @@ func (r *runner) reportWaiting(retries int, f *failure) {
 func (r *runner) giveUp(f *failure, retries int) *sshdeck.TunnelStatus {
 	r.log.Info("tunnel failed", "owner", r.owner, "tunnel", r.name, "error_type", f.kind, "reason", f.msg, "retry", f.retry)
 	if !f.retry {
+		r.forget = f.forget
 		st := r.failed(sshdeck.TunnelFailed, retries, f)
 		return &st
 	}
@@ -71,11 +79,16 @@ func (r *runner) failed(state sshdeck.TunnelState, retries int, f *failure) sshd
 	return sshdeck.TunnelStatus{State: state, RetryCount: retries, Reason: f.msg, Error: f.kind}
 }
 
-// connect acquires the connections of every hop (the jump hosts, the
-// source, the endpoint) from the pool, which dials those it does not
-// have, and sets up the forward on the endpoint's.
+// connect reads the hops when the spec references stored hosts, then
+// acquires the connections of every hop (the jump hosts, the source, the
+// endpoint) from the pool, which dials those it does not have, and sets
+// up the forward on the endpoint's.
 func (r *runner) connect(ctx context.Context) (*forward, *failure) {
-	n, err := r.pool.acquire(ctx, r.owner, newPath(r.spec, &r.creds))
+	spec, creds, f := r.hops(ctx)
+	if f != nil {
+		return nil, f
+	}
+	n, err := r.pool.acquire(ctx, r.owner, newPath(spec, &creds))
 	if err != nil {
 		return nil, asFailure(err, "tunnel")
 	}

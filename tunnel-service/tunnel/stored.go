@@ -1,6 +1,7 @@
 package tunnel
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -22,10 +23,10 @@ import (
 // as it checks fields given inline, each error naming the host and the
 // host's field ("sourceHostId: host 7: password is required when authType
 // is password"); Connect checks their addresses against the denied ranges
-// as it does any hop's. The tunnel's record holds what was read, the
-// credentials sealed as any tunnel's, so that running it, restarting it
-// or taking it over on another replica reads no host; each hop keeps the
-// id of the host it was read from (TunnelHop.HostID).
+// as it does any hop's. The tunnel's record keeps the references, not what
+// was read (refs.go): no credential of a referenced side, and every
+// attempt reads the hosts again, through the same resolve and checks, so
+// that a host's new password or route is what the next attempt uses.
 //
 // A side given by id takes none of that side's address and credential
 // fields (sourceIP, sourceSSHPort, sourceUsername, sourcePassword,
@@ -47,6 +48,10 @@ type Hosts interface {
 	// owner has no such host, Invalid or LimitExceeded naming the host
 	// when its route cannot be followed.
 	Route(ctx context.Context, owner string, id int64) (*hostchain.Host, []*hostchain.Host, error)
+	// Find returns the owner's host a tunnelConnection's endpointHost
+	// names, by id or else by name: NotFound when none, Invalid when the
+	// name is several hosts'.
+	Find(ctx context.Context, owner, ref string) (*sshdeck.Host, error)
 }
 
 // side is what resolve needs of a side of a request.
@@ -67,7 +72,7 @@ func (req *ConnectRequest) sourceSide() side {
 }
 
 func (req *ConnectRequest) endpointSide() side {
-	return side{"endpointHostId", req.EndpointHostID, present(
+	return side{cmp.Or(req.endpointRef, "endpointHostId"), req.EndpointHostID, present(
 		"endpointIP", req.EndpointIP != "", "endpointSSHPort", req.EndpointSSHPort != nil,
 		"endpointUsername", req.EndpointUsername != "", "endpointPassword", req.EndpointPassword != "",
 		"endpointAuthMethod", req.EndpointAuthMethod != "", "endpointSSHKey", req.EndpointSSHKey != "",
@@ -115,6 +120,7 @@ func (m *Manager) resolve(ctx context.Context, owner string, req *ConnectRequest
 		r.SourceIP, r.SourceSSHPort, r.SourceUsername, r.SourceAuthMethod, r.SourceKeyType = host.IP, port(host), host.Username, string(host.AuthType), keyType(host)
 		r.SourcePassword, r.SourceSSHKey, r.SourceKeyPassword = host.Password, host.Key, host.KeyPassword
 		r.sourceFrom, r.sourceID = from, host.ID
+		r.sourceItems = len(host.TunnelConnections)
 		r.Jumps = JumpsOf(route)
 		for i := range r.Jumps {
 			r.Jumps[i].from = fmt.Sprintf("%s: jump host %d (host %d)", from, i+1, route[i].ID)
@@ -160,13 +166,24 @@ func (m *Manager) read(ctx context.Context, owner string, s side) (*hostchain.Ho
 	case err == nil:
 		return host, route, nil
 	case code == sshdeck.NotFound:
-		return nil, nil, check.Invalid("%s: host %d not found", s.idField, *s.id)
+		return nil, nil, &hostNotFound{check.Invalid("%s: host %d not found", s.idField, *s.id), *s.id}
 	case code == sshdeck.Invalid || code == sshdeck.LimitExceeded:
 		// The route's message names the host already: "host 7: …".
 		return nil, nil, sshdeck.Errorf(code, "%s: %s", s.idField, sshdeck.ErrorMessage(err))
 	}
 	return nil, nil, err
 }
+
+// hostNotFound is read's error for a host the owner does not have:
+// Invalid to a request, and to a host tunnel whose source it is, the sign
+// that the tunnel is to be forgotten (refs.go).
+type hostNotFound struct {
+	err error // Invalid, naming the side and the host
+	id  int64
+}
+
+func (e *hostNotFound) Error() string { return e.err.Error() }
+func (e *hostNotFound) Unwrap() error { return e.err }
 
 // port is a stored host's port as a request's: absent when unset.
 func port(h *hostchain.Host) *int {

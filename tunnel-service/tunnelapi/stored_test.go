@@ -22,7 +22,7 @@ func TestAPITunnelFromStoredHosts(t *testing.T) {
 	w := tunneltest.NewWorld(t)
 	e := newAPIEnv(t, apiSetup{world: w, options: func(o *tunnel.Options) { o.Hosts = w.Hosts() }})
 	e.secret(w.Key)
-	svc := hosts.NewService(w.Store, w.Sealer, nil)
+	svc := hosts.NewService(w.Store, w.Store, w.Sealer, nil)
 	save := func(owner, name string, port int) int64 {
 		r, err := svc.Create(context.Background(), owner, &hosts.Input{Name: name, IP: "127.0.0.1", Port: &port, Username: "root", Key: &w.Key})
 		if err != nil {

@@ -27,7 +27,7 @@ func TestRouteCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := hosts.NewService(s, secret.NewSealer(keyring), nil)
+	svc := hosts.NewService(s, s, secret.NewSealer(keyring), nil)
 	authn := auth.NewAuthenticator(s, s, nil)
 
 	token, hash := auth.NewToken()
@@ -51,6 +51,11 @@ func TestRouteCalls(t *testing.T) {
 	}
 	chained := &hosts.Input{IP: "10.0.0.7", Username: "deploy", JumpHosts: []sshdeck.JumpHost{{HostID: hop.ID}}}
 	var behind *hosts.Record
+	// A host with a tunnelConnection whose tunnel is running.
+	newPassword := "hunter3"
+	withTunnel := &hosts.Input{IP: "10.0.0.8", Username: "deploy", Password: &password,
+		TunnelConnections: []hosts.TunnelInput{{SourcePort: 80, EndpointPort: 8080, EndpointHost: "web", AutoStart: true}}}
+	var tunneled *hosts.Record
 
 	steps := []struct {
 		route string
@@ -66,7 +71,9 @@ func TestRouteCalls(t *testing.T) {
 			_, err := auth.NewAuthenticator(s, s, nil).Authenticate(ctx, "Bearer "+token)
 			return err
 		}, map[string]int{"GetItem": 2}},
-		{"update-host", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, nil); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		// Every save lists the owner's tunnels (Query) for those it
+		// concerns (shared/hosts, tunnels.go).
+		{"update-host", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, nil); return err }, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1}},
 		{"update-host, a stale If-Match", func() error {
 			_, err := svc.Update(ctx, "u-1", rec.ID, in, &hosts.Precondition{Versions: []int64{1}})
 			if sshdeck.ErrorCode(err) == sshdeck.PreconditionFailed {
@@ -74,14 +81,35 @@ func TestRouteCalls(t *testing.T) {
 			}
 			return fmt.Errorf("a stale If-Match: %v, want PreconditionFailed", err)
 		}, map[string]int{"GetItem": 1}},
-		{"update-host, If-Match naming several versions", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, several); return err }, map[string]int{"GetItem": 1, "PutItem": 1}},
+		{"update-host, If-Match naming several versions", func() error { _, err := svc.Update(ctx, "u-1", rec.ID, in, several); return err }, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1}},
 		// Each host of the route is read once: hop, then rec.
 		{"create-host, behind a hop behind another", func() error { behind, err = svc.Create(ctx, "u-1", chained); return err },
-			map[string]int{"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}},
+			map[string]int{"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1, "Query": 1}},
 		{"update-host, behind a hop behind another", func() error { _, err := svc.Update(ctx, "u-1", behind.ID, chained, nil); return err },
-			map[string]int{"GetItem": 3, "PutItem": 1}},
+			map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1}},
+		// A tunnelConnection: its tunnel read (GetItem) and created with
+		// the owner's count (TransactWriteItems), named by the host's id;
+		// the owner's first tunnel makes their count first (GetItem,
+		// Query, TransactWriteItems: "Counted kinds").
+		{"create-host, with a tunnelConnection", func() error { tunneled, err = svc.Create(ctx, "u-1", withTunnel); return err },
+			map[string]int{"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 3, "Query": 2}},
+		// The host's password changes: the tunnel restarts (GetItem,
+		// UpdateItem), its own item unchanged and not written (GetItem).
+		{"update-host, new credentials of a tunnel's source", func() error {
+			withTunnel.Password = &newPassword
+			_, err := svc.Update(ctx, "u-1", tunneled.ID, withTunnel, nil)
+			return err
+		}, map[string]int{"GetItem": 3, "PutItem": 1, "Query": 1, "UpdateItem": 1}},
+		// Its item removed: the tunnel is deleted with the count.
+		{"update-host, a tunnelConnection removed", func() error {
+			withTunnel.TunnelConnections = nil
+			_, err := svc.Update(ctx, "u-1", tunneled.ID, withTunnel, nil)
+			return err
+		}, map[string]int{"GetItem": 1, "PutItem": 1, "Query": 1, "TransactWriteItems": 1}},
 		// The host goes with its count of shortcuts (a BatchWriteItem).
-		{"delete-host, If-Match naming several versions", func() error { return svc.Delete(ctx, "u-1", rec.ID, several) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+		// The host is read once (its name tells the tunnels that name it),
+		// and the owner's tunnels listed.
+		{"delete-host, If-Match naming several versions", func() error { return svc.Delete(ctx, "u-1", rec.ID, several) }, map[string]int{"GetItem": 1, "TransactWriteItems": 1, "Query": 2, "BatchWriteItem": 1}},
 	}
 	for _, step := range steps {
 		srv.ResetCalls()
@@ -153,12 +181,16 @@ var callers = map[string][]string{
 	"CacheEntry":    {"releases-feed"},
 	"CountBelow":    {"releases-feed"},
 
-	"PutTunnel":          {"tunnel service"},
-	"CreateTunnel":       {"tunnel service"},
-	"DeleteTunnel":       {"tunnel service"},
+	// A host's save writes its owner's tunnels (shared/hosts, tunnels.go).
+	// delete-host's PutTunnel restarts an existing tunnel (generation > 1:
+	// UpdateItem, which it has), never creates one (PutItem, which it has
+	// not): it is not held to every path of the method here.
+	"PutTunnel":          {"tunnel service", "create-host", "update-host"},
+	"CreateTunnel":       {"tunnel service", "create-host", "update-host"},
+	"DeleteTunnel":       {"tunnel service", "update-host", "delete-host"},
 	"StoppedTunnels":     {"tunnel service"},
-	"Tunnel":             {"tunnel service"},
-	"Tunnels":            {"tunnel service"},
+	"Tunnel":             {"tunnel service", "create-host", "update-host", "delete-host"},
+	"Tunnels":            {"tunnel service", "create-host", "update-host", "delete-host"},
 	"RunnableTunnels":    {"tunnel service"},
 	"SetTunnelStatus":    {"tunnel service"},
 	"AcquireTunnelLease": {"tunnel service"},

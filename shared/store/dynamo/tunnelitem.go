@@ -113,7 +113,10 @@ func decodeSealedJumps(f fields) []sshdeck.SealedCredentials {
 // specAttrs is a tunnel's spec: hostName (S), source and endpoint (M,
 // hopAttrs), jumps (L of M, hopAttrs, first hop first; absent when there
 // are none), sourcePort, endpointPort, maxRetries (N), retryInterval (N,
-// nanoseconds), autoStart, isPinned (BOOL).
+// nanoseconds), autoStart, isPinned (BOOL), and the references to stored
+// hosts, each absent when unset: sourceHostId, endpointHostId (N),
+// endpointHost (S), hostTunnel (BOOL; added within version 2, so their
+// absence means a spec that holds every hop, as every one before them).
 func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 	a := map[string]types.AttributeValue{
 		"hostName":      str(s.HostName),
@@ -127,6 +130,18 @@ func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 		"isPinned":      boolean(s.IsPinned),
 	}
 	putMaps(a, "jumps", s.Jumps, hopAttrs)
+	if s.SourceHostID != 0 {
+		a["sourceHostId"] = num(s.SourceHostID)
+	}
+	if s.EndpointHostID != 0 {
+		a["endpointHostId"] = num(s.EndpointHostID)
+	}
+	if s.EndpointHost != "" {
+		a["endpointHost"] = str(s.EndpointHost)
+	}
+	if s.HostTunnel {
+		a["hostTunnel"] = boolean(true)
+	}
 	return a
 }
 
@@ -135,16 +150,20 @@ func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 // dialled directly, which is what its absence means.
 func decodeSpec(f fields) sshdeck.TunnelSpec {
 	return sshdeck.TunnelSpec{
-		HostName:      f.str("hostName"),
-		Jumps:         listOfMaps(f, "jumps", decodeHop),
-		Source:        decodeHop(f.nested("source")),
-		Endpoint:      decodeHop(f.nested("endpoint")),
-		SourcePort:    f.int("sourcePort"),
-		EndpointPort:  f.int("endpointPort"),
-		MaxRetries:    f.int("maxRetries"),
-		RetryInterval: time.Duration(f.int64("retryInterval")),
-		AutoStart:     f.bool("autoStart"),
-		IsPinned:      f.bool("isPinned"),
+		HostName:       f.str("hostName"),
+		Jumps:          listOfMaps(f, "jumps", decodeHop),
+		Source:         decodeHop(f.nested("source")),
+		Endpoint:       decodeHop(f.nested("endpoint")),
+		SourcePort:     f.int("sourcePort"),
+		EndpointPort:   f.int("endpointPort"),
+		MaxRetries:     f.int("maxRetries"),
+		RetryInterval:  time.Duration(f.int64("retryInterval")),
+		AutoStart:      f.bool("autoStart"),
+		IsPinned:       f.bool("isPinned"),
+		SourceHostID:   f.int64("sourceHostId"),
+		EndpointHostID: f.int64("endpointHostId"),
+		EndpointHost:   f.str("endpointHost"),
+		HostTunnel:     f.bool("hostTunnel"),
 	}
 }
 

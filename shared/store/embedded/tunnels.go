@@ -340,6 +340,13 @@ type tunnelSpecRecord struct {
 	RetryInterval int64 `json:"retryInterval"`
 	AutoStart     bool  `json:"autoStart"`
 	IsPinned      bool  `json:"isPinned"`
+	// The references to stored hosts were added within schema 6, left out
+	// when unset: a record without them holds every hop itself, which is
+	// what every record before them did.
+	SourceHostID   int64  `json:"sourceHostId,omitempty"`
+	EndpointHostID int64  `json:"endpointHostId,omitempty"`
+	EndpointHost   string `json:"endpointHost,omitempty"`
+	HostTunnel     bool   `json:"hostTunnel,omitempty"`
 }
 
 type tunnelHopRecord struct {
@@ -393,16 +400,20 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 		Name:       t.Name,
 		Generation: t.Generation,
 		Spec: tunnelSpecRecord{
-			HostName:      t.Spec.HostName,
-			Jumps:         mapSlice(t.Spec.Jumps, tunnelHopRecordOf),
-			Source:        tunnelHopRecordOf(t.Spec.Source),
-			Endpoint:      tunnelHopRecordOf(t.Spec.Endpoint),
-			SourcePort:    t.Spec.SourcePort,
-			EndpointPort:  t.Spec.EndpointPort,
-			MaxRetries:    t.Spec.MaxRetries,
-			RetryInterval: int64(t.Spec.RetryInterval),
-			AutoStart:     t.Spec.AutoStart,
-			IsPinned:      t.Spec.IsPinned,
+			HostName:       t.Spec.HostName,
+			Jumps:          mapSlice(t.Spec.Jumps, tunnelHopRecordOf),
+			Source:         tunnelHopRecordOf(t.Spec.Source),
+			Endpoint:       tunnelHopRecordOf(t.Spec.Endpoint),
+			SourcePort:     t.Spec.SourcePort,
+			EndpointPort:   t.Spec.EndpointPort,
+			MaxRetries:     t.Spec.MaxRetries,
+			RetryInterval:  int64(t.Spec.RetryInterval),
+			AutoStart:      t.Spec.AutoStart,
+			IsPinned:       t.Spec.IsPinned,
+			SourceHostID:   t.Spec.SourceHostID,
+			EndpointHostID: t.Spec.EndpointHostID,
+			EndpointHost:   t.Spec.EndpointHost,
+			HostTunnel:     t.Spec.HostTunnel,
 		},
 		Sealed: tunnelSealedRecord{
 			Jumps:    mapSlice(t.Sealed.Jumps, sealedRecordOf),
@@ -432,16 +443,20 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 		Name:       r.Name,
 		Generation: r.Generation,
 		Spec: sshdeck.TunnelSpec{
-			HostName:      r.Spec.HostName,
-			Jumps:         mapSlice(r.Spec.Jumps, tunnelHopRecord.hop),
-			Source:        r.Spec.Source.hop(),
-			Endpoint:      r.Spec.Endpoint.hop(),
-			SourcePort:    r.Spec.SourcePort,
-			EndpointPort:  r.Spec.EndpointPort,
-			MaxRetries:    r.Spec.MaxRetries,
-			RetryInterval: time.Duration(r.Spec.RetryInterval),
-			AutoStart:     r.Spec.AutoStart,
-			IsPinned:      r.Spec.IsPinned,
+			HostName:       r.Spec.HostName,
+			Jumps:          mapSlice(r.Spec.Jumps, tunnelHopRecord.hop),
+			Source:         r.Spec.Source.hop(),
+			Endpoint:       r.Spec.Endpoint.hop(),
+			SourcePort:     r.Spec.SourcePort,
+			EndpointPort:   r.Spec.EndpointPort,
+			MaxRetries:     r.Spec.MaxRetries,
+			RetryInterval:  time.Duration(r.Spec.RetryInterval),
+			AutoStart:      r.Spec.AutoStart,
+			IsPinned:       r.Spec.IsPinned,
+			SourceHostID:   r.Spec.SourceHostID,
+			EndpointHostID: r.Spec.EndpointHostID,
+			EndpointHost:   r.Spec.EndpointHost,
+			HostTunnel:     r.Spec.HostTunnel,
 		},
 		Sealed: sshdeck.SealedTunnelCredentials{
 			Jumps:    mapSlice(r.Sealed.Jumps, sealedRecord.credentials),

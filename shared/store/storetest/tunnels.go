@@ -40,6 +40,12 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 			RetryInterval: 5*time.Second + time.Duration(seed)*time.Millisecond,
 			AutoStart:     true,
 			IsPinned:      true,
+			// A store keeps references and hops alike, whatever the
+			// tunnel service makes of both.
+			SourceHostID:   int64(40 + seed),
+			EndpointHostID: int64(50 + seed),
+			EndpointHost:   fmt.Sprintf("db-%d", seed),
+			HostTunnel:     true,
 		},
 		// Bytes that a store converting through text would mangle.
 		Sealed: sshdeck.SealedTunnelCredentials{
@@ -72,14 +78,15 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 
 // nextTunnel returns t at its next generation with every field changed:
 // Run cleared, a status with nothing optional, some credentials gone (not
-// all of them: see testTunnelEmptyCredentials), a jump host fewer, and the
-// endpoint's host id gone (given inline).
+// all of them: see testTunnelEmptyCredentials), a jump host fewer, the
+// endpoint's host id gone (given inline), and no reference to a stored host.
 func nextTunnel(t *sshdeck.Tunnel) *sshdeck.Tunnel {
 	n := fullTunnel(t.Owner, t.Name, 1000+int(t.Generation))
 	n.Generation = t.Generation + 1
 	n.Spec.Jumps, n.Sealed.Jumps = n.Spec.Jumps[1:], n.Sealed.Jumps[1:]
 	n.Spec.Source.HostKey, n.Spec.AutoStart, n.Spec.IsPinned = "", false, false
 	n.Spec.Endpoint.HostID = 0
+	n.Spec.SourceHostID, n.Spec.EndpointHostID, n.Spec.EndpointHost, n.Spec.HostTunnel = 0, 0, "", false
 	n.Sealed.Source.Key, n.Sealed.Source.KeyPassword = nil, nil
 	n.Sealed.Endpoint = sshdeck.SealedCredentials{}
 	n.Run = false

@@ -44,13 +44,24 @@ var routeActions = map[string][]string{
 	// NextHostID (UpdateItem), CreateHost: a transaction of the host's
 	// Put, the Put of its count of shortcuts and the Update of the owner's
 	// count of hosts; when that is refused, a GetItem of the counter (and,
-	// once for an owner of before the counts, a Query counting).
+	// once for an owner of before the counts, a Query counting). Then the
+	// host's tunnels (shared/hosts, tunnels.go): the owner's tunnels
+	// (Query), each tunnelConnection's tunnel read (GetItem) and created
+	// (CreateTunnel: a transaction of its Put and the Update of the
+	// owner's count of tunnels), a tunnel naming the host restarted
+	// (PutTunnel: UpdateItem).
 	"create-host": {getItem, putItem, query, updateItem},
-	// Host, then UpdateHost (PutItem; GetItem again when refused).
-	"update-host": {getItem, putItem},
-	// DeleteHost, after Host with If-Match: a transaction of the host's
-	// Delete and the Update of the owner's count, then its entries by
-	// Query and BatchWriteItem; a refused versioned delete reads the host.
+	// Host, then UpdateHost (PutItem; GetItem again when refused). Then
+	// the tunnels as create-host, and besides: a removed item's tunnel
+	// deleted (DeleteTunnel: a transaction of its Delete and the Update
+	// of the count), the routes of the tunnels' sources read (GetItem).
+	"update-host": {deleteItem, getItem, putItem, query, updateItem},
+	// Host (its name tells the tunnels that name it), DeleteHost: a
+	// transaction of the host's Delete and the Update of the owner's
+	// count, then its entries by Query and BatchWriteItem. Then its
+	// tunnels deleted (a transaction as update-host's), the owner's
+	// tunnels listed (Query) and those through it restarted (GetItem,
+	// UpdateItem).
 	"delete-host": {batchWriteItem, deleteItem, getItem, query, updateItem},
 
 	"list-recent-files": {getItem, query}, // Host, Files
