@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -774,12 +775,40 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
-// FindFreePort is FreePort without a test.
+// FindFreePort is FreePort without a test. The port is below the
+// kernel's ephemeral range (ip_local_port_range): a port from that range,
+// free now, may become the local port of any outgoing connection, such as
+// a shared SSH connection from the source's sshd to the endpoint's, which
+// then holds it for as long as it lives and refuses the endpoint's listen
+// on it (a port conflict no retry mends).
 func FindFreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("sshdtest: finding a free port: %w", err)
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + mrand.IntN(low-10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("sshdtest: no free port between 10000 and %d", low)
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default 32768 when it cannot be read).
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return fallback
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 11000 {
+		return fallback
+	}
+	return low
 }
