@@ -52,6 +52,11 @@ var replay = map[string]struct {
 	// entries (and its count of shortcuts) after it: a Query of them, one
 	// BatchWriteItem per 25.
 	"delete-host": {status: http.StatusOK, calls: map[string]int{"TransactWriteItems": 1, "Query": 1, "BatchWriteItem": 1}},
+	// The ids at once, a read of the stored hop... none here: the second
+	// item's hop is the first item. One transaction: both hosts and the
+	// owner's count of hosts.
+	"import-hosts": {status: http.StatusCreated, calls: map[string]int{"UpdateItem": 1, "TransactWriteItems": 1}},
+	"export-hosts": {status: http.StatusOK, calls: map[string]int{"Query": 1}},
 
 	// The host is read first, then its list (or the entry deleted).
 	"list-recent-files":  {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "Query": 1}},

@@ -129,11 +129,13 @@ func like(pattern, s string) bool {
 var routePartitions = map[string][]string{
 	"healthz": {pingPartition},
 
-	"list-hosts":  {ownerPartitions},
-	"get-host":    {ownerPartitions},
-	"create-host": {ownerPartitions},
-	"update-host": {ownerPartitions},
-	"delete-host": {ownerPartitions},
+	"list-hosts":   {ownerPartitions},
+	"get-host":     {ownerPartitions},
+	"create-host":  {ownerPartitions},
+	"update-host":  {ownerPartitions},
+	"delete-host":  {ownerPartitions},
+	"import-hosts": {ownerPartitions},
+	"export-hosts": {ownerPartitions},
 
 	"list-recent-files":  {ownerPartitions},
 	"add-recent-file":    {ownerPartitions},
