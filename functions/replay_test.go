@@ -54,6 +54,11 @@ var replay = map[string]struct {
 	// BatchWriteItem per 25.
 	// The host is read first: its name tells the tunnels naming it.
 	"delete-host": {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "TransactWriteItems": 1, "Query": 2, "BatchWriteItem": 1}},
+	// The ids at once, no read of a stored hop (the second item's hop is
+	// the first item), one transaction of both hosts and the owner's count
+	// of hosts, then the owner's tunnels (none) for names they wait for.
+	"import-hosts": {status: http.StatusCreated, calls: map[string]int{"UpdateItem": 1, "TransactWriteItems": 1, "Query": 1}},
+	"export-hosts": {status: http.StatusOK, calls: map[string]int{"Query": 1}},
 
 	// The host is read first, then its list (or the entry deleted).
 	"list-recent-files":  {status: http.StatusOK, calls: map[string]int{"GetItem": 1, "Query": 1}},

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"strings"
 
 	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
@@ -147,12 +148,42 @@ func (s *Server) Handler(name string) http.Handler {
 func (s *Server) mux(rs ...routes.Route) http.Handler {
 	mux := http.NewServeMux()
 	methods := make([]string, 0, len(rs))
+	served := make(map[string]bool, len(rs))
 	for _, r := range rs {
 		mux.Handle(r.Method+" "+r.Path, s.route(r))
 		methods = append(methods, r.Method)
+		served[r.Name] = true
+	}
+	// A route's {param} would take the static path of a route this mux
+	// does not serve (get-host's {id} would take /ssh/db/host/export): API
+	// Gateway sends that path to its own function, so it is no path of
+	// this one. Without all routes (a function's mux), such paths are not
+	// routed here.
+	for _, r := range rs {
+		for _, o := range routes.All {
+			if strings.Contains(r.Path, "{") && !served[o.Name] && !strings.Contains(o.Path, "{") && captures(r.Path, o.Path) {
+				mux.Handle(r.Method+" "+o.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					web.WriteError(w, req, s.log, sshdeck.Errorf(sshdeck.NotFound, "no route for %s %s", req.Method, req.URL.Path))
+				}))
+			}
+		}
 	}
 	mux.Handle("/", web.Fallback(mux, methods, s.log))
 	return web.WithRequest(s.log, mux)
+}
+
+// captures tells whether pattern, with {param} segments, matches path.
+func captures(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if !strings.HasPrefix(p, "{") && p != xs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // route wraps a handler with authentication and the scope check (for

@@ -83,6 +83,7 @@ func appendHost(b []byte, rec *hosts.Record) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = appendField(b, "identityFile", rec.IdentityFile)
 	b = appendField(b, "password", rec.Password)
 	b = appendField(b, "key", rec.Key)
 	b = appendField(b, "keyPassword", rec.KeyPassword)

@@ -14,11 +14,13 @@ import (
 // hostRoutes binds the host routes of the route table to their handlers.
 func (s *Server) hostRoutes() map[string]handlerFunc {
 	return map[string]handlerFunc{
-		"list-hosts":  s.listHosts,
-		"create-host": s.createHost,
-		"get-host":    s.getHost,
-		"update-host": s.updateHost,
-		"delete-host": s.deleteHost,
+		"list-hosts":   s.listHosts,
+		"create-host":  s.createHost,
+		"get-host":     s.getHost,
+		"update-host":  s.updateHost,
+		"delete-host":  s.deleteHost,
+		"import-hosts": s.importHosts,
+		"export-hosts": s.exportHosts,
 	}
 }
 

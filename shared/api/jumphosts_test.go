@@ -65,7 +65,7 @@ func TestJumpHostsInAndOut(t *testing.T) {
 	list := e.get(e.alice, "/ssh/db/host").Body
 	one := e.get(e.alice, "/ssh/db/host/1").Body
 	for _, body := range [][]byte{list, one} {
-		if !strings.Contains(string(body), `"tunnelConnections":[],"jumpHosts":[],"password"`) {
+		if !strings.Contains(string(body), `"tunnelConnections":[],"jumpHosts":[],"identityFile":"","password"`) {
 			t.Errorf("a host without jump hosts: %s", body)
 		}
 	}

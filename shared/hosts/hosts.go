@@ -112,6 +112,17 @@ func (s *Service) Page(ctx context.Context, owner string, after int64, limit int
 	return records, nil
 }
 
+// Configs returns a page of the owner's hosts as Page does, without their
+// credentials (not opened, and the sealed ones cleared): what an
+// ssh_config export and an import's names need, with no data key.
+func (s *Service) Configs(ctx context.Context, owner string, after int64, limit int) ([]*sshdeck.Host, error) {
+	stored, err := s.store.Hosts(ctx, owner, after, limit)
+	for _, h := range stored {
+		h.Sealed = sshdeck.SealedCredentials{}
+	}
+	return stored, err
+}
+
 // Get returns one of the owner's hosts.
 func (s *Service) Get(ctx context.Context, owner string, id int64) (*Record, error) {
 	h, err := s.store.Host(ctx, owner, id)

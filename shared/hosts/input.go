@@ -43,10 +43,13 @@ type Input struct {
 	TunnelConnections []TunnelInput `json:"tunnelConnections"`
 	// JumpHosts are checked here on their own (positive, no duplicates),
 	// and against the store by the service (chain.go).
-	JumpHosts   []sshdeck.JumpHost `json:"jumpHosts"`
-	Password    *string            `json:"password"`
-	Key         *string            `json:"key"`
-	KeyPassword *string            `json:"keyPassword"`
+	JumpHosts []sshdeck.JumpHost `json:"jumpHosts"`
+	// IdentityFile is a path on the user's machine (ssh_config's), kept
+	// as written: sshdeck never reads it.
+	IdentityFile string  `json:"identityFile"`
+	Password     *string `json:"password"`
+	Key          *string `json:"key"`
+	KeyPassword  *string `json:"keyPassword"`
 }
 
 // TunnelInput is a tunnel connection as a client sends it.
@@ -86,6 +89,7 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 		DefaultPath:       in.DefaultPath,
 		TunnelConnections: []sshdeck.TunnelConnection{},
 		JumpHosts:         in.JumpHosts,
+		IdentityFile:      in.IdentityFile,
 	}
 	if c.JumpHosts == nil {
 		c.JumpHosts = []sshdeck.JumpHost{}
@@ -103,6 +107,8 @@ func (in *Input) config() (sshdeck.HostConfig, error) {
 		check.Text("username", c.Username, 1, sshdeck.MaxUsername, true),
 		check.Text("folder", c.Folder, 0, maxFolder, false),
 		check.Text("defaultPath", c.DefaultPath, 1, maxPath, false),
+		check.Limit("identityFile", &c.IdentityFile, maxPath),
+		check.Plain("identityFile", c.IdentityFile, ""),
 		check.Limit("password", in.Password, sshdeck.MaxPassword),
 		check.PlainPtr("password", in.Password, ""),
 		check.Limit("keyPassword", in.KeyPassword, sshdeck.MaxKeyPassword),

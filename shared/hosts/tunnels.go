@@ -66,6 +66,31 @@ func (s *Service) afterWrite(ctx context.Context, owner string, old, new *sshdec
 	return sync.run(ctx)
 }
 
+// afterImport is afterWrite for each host an import created: their
+// tunnelConnections, and the owner's tunnels waiting for an endpoint by a
+// name one of them takes. An import with no tunnelConnections into an
+// owner without tunnels, the usual first import, reads the tunnels once
+// and writes nothing.
+func (s *Service) afterImport(ctx context.Context, owner string, hosts []*sshdeck.Host) error {
+	if s.tunnels == nil {
+		return nil
+	}
+	if !slices.ContainsFunc(hosts, func(h *sshdeck.Host) bool { return len(h.TunnelConnections) > 0 }) {
+		tunnels, err := s.tunnels.Tunnels(ctx, owner)
+		if err != nil {
+			return err
+		}
+		if len(tunnels) == 0 {
+			return nil
+		}
+	}
+	var errs []error
+	for _, h := range hosts {
+		errs = append(errs, s.afterWrite(ctx, owner, nil, h))
+	}
+	return errors.Join(errs...)
+}
+
 // maxTunnels is the limit of tunnels per user.
 func (s *Service) maxTunnels() int {
 	return cmp.Or(max(s.Limits.Tunnels, 0), config.DefaultLimits.Tunnels)

@@ -78,6 +78,13 @@ var All = []Route{
 	{Name: "get-host", Method: "GET", Path: "/ssh/db/host/{id}", Scope: hostsRead, Access: Read, Credentials: true},
 	{Name: "update-host", Method: "PUT", Path: "/ssh/db/host/{id}", Scope: hostsWrite, Access: Write, Credentials: true},
 	{Name: "delete-host", Method: "DELETE", Path: "/ssh/db/host/{id}", Scope: hostsWrite, Access: Write},
+	// Import creates hosts as create-host does, and reads the caller's
+	// hosts for the names an ssh_config's ProxyJump may use. Export reads
+	// them all, credentials opened when asked for (the data key), and is
+	// as large as the unpaged list. Both paths are static, which API
+	// Gateway and net/http prefer to {id}.
+	{Name: "import-hosts", Method: "POST", Path: "/ssh/db/host/import", Scope: hostsWrite, Access: Write, Credentials: true},
+	{Name: "export-hosts", Method: "GET", Path: "/ssh/db/host/export", Scope: hostsRead, Access: Read, Credentials: true, Stream: true},
 
 	{Name: "list-recent-files", Method: "GET", Path: "/ssh/file_manager/recent", Scope: filesRead, Access: Read},
 	{Name: "add-recent-file", Method: "POST", Path: "/ssh/file_manager/recent", Scope: filesWrite, Access: Write},

@@ -189,3 +189,7 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// ValidAlias reports whether s can be a Host alias that Write writes: a
+// single host name OpenSSH matches only itself with.
+func ValidAlias(s string) bool { return isAlias(s) }

@@ -38,6 +38,11 @@ type HostConfig struct {
 	// its own JumpHosts in turn. Stores keep the ids as given: the rules
 	// (the hop exists, no cycle, the chain's length) are shared/hosts'.
 	JumpHosts []JumpHost `json:"jumpHosts"`
+	// IdentityFile is the path of the host's private key on the user's
+	// machine, as OpenSSH's IdentityFile names it (~ and all, unexpanded):
+	// what an ssh_config import read and an export writes back. It is a
+	// path, not a secret: the key itself is Credentials.Key.
+	IdentityFile string `json:"identityFile"`
 }
 
 // JumpHost is one hop of a host's chain: another host of its owner, by id
@@ -105,11 +110,23 @@ func (h *Host) CheckNew() error {
 type HostStore interface {
 	// NextHostID allocates the next host id of the owner.
 	NextHostID(ctx context.Context, owner string) (int64, error)
+	// NextHostIDs allocates n (1..MaxHostBatch) consecutive host ids of
+	// the owner at once, and returns the first: an import's ids in one
+	// step. Ids of a batch refused later are skipped, never reused.
+	NextHostIDs(ctx context.Context, owner string, n int) (int64, error)
 	// CreateHost stores h, whose Owner, ID (from NextHostID) and Version (1)
 	// are set; Conflict when the id exists, LimitExceeded (HostsExceeded)
 	// when the owner has max hosts already. The count and the write are
 	// one atomic step: concurrent creates never take an owner past max.
 	CreateHost(ctx context.Context, h *Host, max int) error
+	// CreateHosts stores hosts, each as CreateHost would, all of one owner
+	// with distinct ids, all or none: Conflict naming the first id that
+	// exists, LimitExceeded (HostsExceeded) when the owner's hosts and
+	// these would be more than max, and then nothing is stored. The count
+	// and the writes are one atomic step, as CreateHost's. At most
+	// MaxHostBatch hosts (a DynamoDB transaction's items); more is an
+	// error, a programming one (the service caps an import before).
+	CreateHosts(ctx context.Context, hosts []*Host, max int) error
 	// Host returns the owner's host; NotFound when absent.
 	Host(ctx context.Context, owner string, id int64) (*Host, error)
 	// Hosts returns the owner's hosts with an id above after, ordered by
@@ -125,6 +142,37 @@ type HostStore interface {
 	// With version > 0 the stored version must equal it (else Conflict).
 	// NotFound when absent.
 	DeleteHost(ctx context.Context, owner string, id int64, version int64) error
+}
+
+// MaxHostBatch is the most hosts one CreateHosts stores, so the most
+// hosts of one import: what one DynamoDB transaction holds (100 items)
+// beside the owner's count of hosts, one item a host.
+const MaxHostBatch = 99
+
+// CheckBatch reports why a HostStore must refuse to create hosts in one
+// batch: none, too many, one that CheckNew refuses, two owners or an id
+// twice. Such a batch is a programming error, never a client's.
+func CheckBatch(hosts []*Host) error {
+	switch {
+	case len(hosts) == 0:
+		return errors.New("no hosts")
+	case len(hosts) > MaxHostBatch:
+		return fmt.Errorf("%d hosts, more than %d", len(hosts), MaxHostBatch)
+	}
+	ids := make(map[int64]bool, len(hosts))
+	for i, h := range hosts {
+		if err := h.CheckNew(); err != nil {
+			return fmt.Errorf("hosts[%d]: %w", i, err)
+		}
+		if h.Owner != hosts[0].Owner {
+			return fmt.Errorf("hosts[%d]: owner %q is not hosts[0]'s", i, h.Owner)
+		}
+		if ids[h.ID] {
+			return fmt.Errorf("hosts[%d]: id %d twice", i, h.ID)
+		}
+		ids[h.ID] = true
+	}
+	return nil
 }
 
 // HostsExceeded is the error of a create that would take its owner past

@@ -246,6 +246,16 @@ func (e *expr) update(table *string, k key) *types.Update {
 // counter without a count). A live count reads the counter and counts
 // before every transaction.
 func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []types.TransactWriteItem, raise func(st *counterState, e *expr) error) (int, error) {
+	return s.addCountedN(ctx, c, max, 1, writes, raise)
+}
+
+// addCountedN is addCounted for an add of n items at once (CreateHosts):
+// the count must be at most max-n before it, and grows by n. A stored
+// count only: a live count adds one token at a time.
+func (s *Store) addCountedN(ctx context.Context, c counter, max int, n int64, writes []types.TransactWriteItem, raise func(st *counterState, e *expr) error) (int, error) {
+	if n < 1 || n > 1 && c.live != nil {
+		return -1, fmt.Errorf("an add of %d to a live count", n)
+	}
 	var st *counterState
 	wait := counterBackoff
 	for attempt := 1; ; attempt++ {
@@ -265,12 +275,12 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 		case c.live != nil || st != nil && !st.counted:
 			// Count the items: at every add of a live count, once for a
 			// stored counter without a count.
-			n, err := s.countItems(ctx, c)
+			counted, err := s.countItems(ctx, c)
 			if err != nil {
 				return -1, err
 			}
-			if (max > 0 || c.live != nil) && n >= int64(max) {
-				return -1, &atLimit{n}
+			if (max > 0 || c.live != nil) && counted+n > int64(max) {
+				return -1, &atLimit{counted}
 			}
 			if c.live != nil {
 				e.names["#g"] = c.guard
@@ -285,7 +295,7 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 				break
 			}
 			e.set = append(e.set, "#c = :n")
-			e.values[":n"] = num(n + 1)
+			e.values[":n"] = num(counted + n)
 			e.names["#u"] = attrUncounted
 			e.cond = append(e.cond, "attribute_not_exists(#c)")
 			if st.uncountedSet {
@@ -295,11 +305,12 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 				e.cond = append(e.cond, "attribute_not_exists(#u)")
 			}
 		default:
-			e.add = append(e.add, "#c :one")
-			e.values[":one"] = num(1)
+			e.add = append(e.add, "#c :n")
+			e.values[":n"] = num(n)
 			if max > 0 {
+				// count < max-n+1: room for n more (count < max for one).
 				e.cond = append(e.cond, "#c < :max")
-				e.values[":max"] = num(int64(max))
+				e.values[":max"] = num(int64(max) - n + 1)
 			} else {
 				e.cond = append(e.cond, "attribute_exists(#c)")
 			}
@@ -331,7 +342,7 @@ func (s *Store) addCounted(ctx context.Context, c counter, max int, writes []typ
 		if st, err = s.readCounter(ctx, c); err != nil {
 			return -1, err
 		}
-		if st.counted && max > 0 && st.count >= int64(max) {
+		if st.counted && max > 0 && st.count+n > int64(max) {
 			return -1, &atLimit{st.count}
 		}
 	}

@@ -16,9 +16,10 @@ const attrVersion = "version"
 // decodes a page of up to 1000 of them (BenchmarkDecodeHosts). Numbers are
 // N, flags BOOL, times stamps (S); tags is an L of S, tunnelConnections an
 // L of M, jumpHosts an L of N (host ids, first hop first), sealed an M of
-// B (sealedAttrs). An empty list, map or binary is left out.
+// B (sealedAttrs), identityFile S. An empty list, map or binary, and an
+// empty identityFile, is left out.
 func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
-	a := newAttrs(21)
+	a := newAttrs(22)
 	a["owner"] = str(h.Owner)
 	a["id"] = num(h.ID)
 	a[attrVersion] = num(h.Version)
@@ -37,6 +38,9 @@ func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
 	a["defaultPath"] = str(h.DefaultPath)
 	putMaps(a, "tunnelConnections", h.TunnelConnections, tunnelConnectionAttrs)
 	putJumpHosts(a, h.JumpHosts)
+	if h.IdentityFile != "" {
+		a["identityFile"] = str(h.IdentityFile)
+	}
 	putMap(a, "sealed", sealedAttrs(&h.Sealed))
 	putTime(a, "createdAt", h.CreatedAt)
 	putTime(a, "updatedAt", h.UpdatedAt)
@@ -45,8 +49,9 @@ func hostAttrs(h *sshdeck.Host) map[string]types.AttributeValue {
 
 // decodeHost reads the item of hostAttrs, of either schema version: 1 wrote
 // nil tags and tunnelConnections as NULL, which fields reads as absent.
-// jumpHosts was added within version 2: an item without it (every item
-// written before it) has none, which is what its absence means.
+// jumpHosts and identityFile were added within version 2: an item without
+// them (every item written before them) has none, which is what their
+// absence means.
 func decodeHost(item map[string]types.AttributeValue) (*sshdeck.Host, error) {
 	f, d := decode(item)
 	h := &sshdeck.Host{
@@ -69,6 +74,7 @@ func decodeHost(item map[string]types.AttributeValue) (*sshdeck.Host, error) {
 			DefaultPath:       f.str("defaultPath"),
 			TunnelConnections: listOfMaps(f, "tunnelConnections", decodeTunnelConnection),
 			JumpHosts:         decodeJumpHosts(f),
+			IdentityFile:      f.str("identityFile"),
 		},
 		Sealed:    decodeSealed(f.nested("sealed")),
 		CreatedAt: f.time("createdAt"),

@@ -24,12 +24,33 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	if owner == "" {
 		return 0, errors.New("dynamo: next host id: owner is required")
 	}
+	return s.nextHostIDs(ctx, owner, 1)
+}
+
+// NextHostIDs adds n to the owner's counter, as NextHostID adds one, and
+// returns the first of the n ids: one UpdateItem.
+func (s *Store) NextHostIDs(ctx context.Context, owner string, n int) (int64, error) {
+	if owner == "" {
+		return 0, errors.New("dynamo: next host ids: owner is required")
+	}
+	if n < 1 || n > sshdeck.MaxHostBatch {
+		return 0, fmt.Errorf("dynamo: next host ids: %d ids, not 1 to %d", n, sshdeck.MaxHostBatch)
+	}
+	last, err := s.nextHostIDs(ctx, owner, n)
+	if err != nil {
+		return 0, err
+	}
+	return last - int64(n) + 1, nil
+}
+
+// nextHostIDs adds n to the counter and returns its new value, the last id.
+func (s *Store) nextHostIDs(ctx context.Context, owner string, n int) (int64, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 &s.table,
 		Key:                       hostSeqKey(owner).attrs(),
 		UpdateExpression:          aws.String("SET #sv = :sv ADD #n :one"),
 		ExpressionAttributeNames:  map[string]string{"#n": attrSeq, "#sv": attrSchemaVersion},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":sv": num(schemaVersion)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(int64(n)), ":sv": num(schemaVersion)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	}
 	// The counter is also in the transactions of CreateHost and DeleteHost,
@@ -45,8 +66,8 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	if err != nil {
 		return 0, wrap("next host id", err)
 	}
-	n, err := decodeSeq(out.Attributes)
-	return n, wrap("next host id", err)
+	last, err := decodeSeq(out.Attributes)
+	return last, wrap("next host id", err)
 }
 
 // decodeSeq reads the counter's n: 0 for no counter (a nil item).
@@ -114,6 +135,75 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 		return sshdeck.HostsExceeded(max)
 	}
 	return wrap("create host", err)
+}
+
+// CreateHosts stores hosts, all of one owner, all or none: one
+// TransactWriteItems of every host's put, each conditioned
+// attribute_not_exists(pk) (Conflict naming the first that exists), and of
+// the update of the owner's counter, ADD count len(hosts) conditioned on
+// room for them all (LimitExceeded) and raising n to the batch's highest
+// id, as CreateHost does for one. So a batch is at most MaxHostBatch
+// hosts: 99 puts and the counter, a transaction's 100 items. Unlike
+// CreateHost it puts no count of shortcuts for each host, which would
+// halve the batch: a host without one counts its shortcuts once, at its
+// first AddShortcut, as a host of before the counts does. A transaction
+// holds at most 4 MB; an import's hosts come from one request body of at
+// most 1 MiB (their sealed credentials a few dozen bytes more each), far
+// below it.
+func (s *Store) CreateHosts(ctx context.Context, hosts []*sshdeck.Host, max int) error {
+	if err := sshdeck.CheckBatch(hosts); err != nil {
+		return fmt.Errorf("dynamo: create hosts: %w", err)
+	}
+	if max < 1 {
+		return fmt.Errorf("dynamo: create hosts: limit %d is not positive", max)
+	}
+	if len(hosts) > max {
+		return sshdeck.HostsExceeded(max) // whatever the owner has
+	}
+	owner := hosts[0].Owner
+	top, contiguous := int64(0), true
+	writes := make([]types.TransactWriteItem, len(hosts))
+	for i, h := range hosts {
+		top = maxID(top, h.ID)
+		writes[i] = types.TransactWriteItem{Put: s.putNew(hostKey(owner, h.ID).with(hostAttrs(h)))}
+	}
+	// Distinct positive ids whose highest is their number are 1..top.
+	contiguous = top == int64(len(hosts))
+	raise := func(st *counterState, e *expr) error {
+		e.names["#n"] = attrSeq
+		e.values[":id"] = num(top)
+		switch {
+		case st == nil && contiguous:
+			// A new owner's first hosts (see CreateHost): n = top and no
+			// count means that every id handed out is in the batch.
+			e.cond = append(e.cond, "#n >= :id")
+			e.alt = "attribute_not_exists(#c) AND #n = :id"
+		case st == nil:
+			e.cond = append(e.cond, "#n >= :id")
+		case st.seq < top:
+			e.set = append(e.set, "#n = :id")
+			e.cond = append(e.cond, "attribute_not_exists(#n) OR #n < :id")
+		default:
+			delete(e.names, "#n")
+			delete(e.values, ":id")
+		}
+		return nil
+	}
+	failed, err := s.addCountedN(ctx, hostCounter(owner), max, int64(len(hosts)), writes, raise)
+	switch {
+	case failed >= 0:
+		return hostExists(hosts[failed].ID)
+	case isAtLimit(err):
+		return sshdeck.HostsExceeded(max)
+	}
+	return wrap("create hosts", err)
+}
+
+func maxID(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // Host returns the owner's host: one consistent GetItem.

@@ -5,9 +5,9 @@
 // Every method is one bbolt transaction, so each write is atomic, and bbolt
 // fsyncs on commit: a write that returned nil survives a crash.
 //
-// On-disk layout (schema 6):
+// On-disk layout (schema 7):
 //
-//	meta                 "schema" → "6" (decimal); a newer schema is refused
+//	meta                 "schema" → "7" (decimal); a newer schema is refused
 //	users                user id → JSON userRecord
 //	usernames            user name → user id
 //	tokens               token id → JSON tokenRecord
@@ -35,11 +35,12 @@
 // this package says so, never with a field of the API. The JSON records'
 // tags are the names sshdeck.User and the others had when each kind was
 // added, frozen. A host is binary (hosts.go: hostRecord.appendTo, and the
-// primitives in binary.go): a format byte (2), then its fields in a fixed
+// primitives in binary.go): a format byte (3), then its fields in a fixed
 // order, with no names; its times keep the instant, not the zone, and come
 // back in UTC. Format 1, written by schemas 4 and 5, lacked the jump hosts
-// (a list after the tunnels); it is still read, as a host without jump
-// hosts, and becomes format 2 when the host is next written. Decoding the JSON was most of the CPU of listing
+// (a list after the tunnels), format 2, written by schema 6, lacked the
+// identity file (a string after the jump hosts); both are still read, as a
+// host without them, and become format 3 when the host is next written. Decoding the JSON was most of the CPU of listing
 // hosts; BenchmarkHosts lists 1000 in 0.42 ms instead of 6.2 ms, with 6
 // allocations a host instead of 35. testdata/golden pins the bytes of a
 // host and of every other kind's record.
@@ -53,7 +54,8 @@
 // migrateHosts rewrites in binary before schema 4 is recorded. Schema 6
 // writes hosts in format 2 and reads format 1, so opening a schema 4 or 5
 // file only records 6, which keeps an older sshdeck (that cannot read
-// format 2) from opening it. The other kinds' values did not change, but
+// format 2) from opening it; schema 7 writes format 3 and records 7 on
+// opening a schema 4 to 6 file for the same reason. The other kinds' values did not change, but
 // for a tunnel's jump hosts (spec.jumps and sealed.jumps, added within
 // schema 6 and left out when empty, so that every record without them
 // reads as before, a tunnel whose source is dialled directly) and a

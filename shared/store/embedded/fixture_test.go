@@ -67,7 +67,7 @@ func TestSchema3Fixture(t *testing.T) {
 	for bucket, values := range before {
 		switch {
 		case bucket == "meta":
-			if migrated[bucket]["schema"] != "6" {
+			if migrated[bucket]["schema"] != "7" {
 				t.Errorf("schema after the migration: %q", migrated[bucket]["schema"])
 			}
 		case strings.HasPrefix(bucket, "hosts/"):

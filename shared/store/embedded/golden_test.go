@@ -49,7 +49,8 @@ func goldenHost() *sshdeck.Host {
 				{SourcePort: 16379, EndpointPort: 6379, EndpointHost: "cache.internal", MaxRetries: 0, RetryInterval: 5},
 			},
 			// Ids of one byte and of several, as varints.
-			JumpHosts: []sshdeck.JumpHost{{HostID: 7}, {HostID: 1 << 40}, {HostID: 299}},
+			JumpHosts:    []sshdeck.JumpHost{{HostID: 7}, {HostID: 1 << 40}, {HostID: 299}},
+			IdentityFile: "~/.ssh/id_ed25519_db",
 		},
 		Sealed: sshdeck.SealedCredentials{
 			Password:    []byte{0x01, 0x02, 0x03},
@@ -98,30 +99,43 @@ func TestGoldenHost(t *testing.T) {
 // TestGoldenHost's host.bin of before format 2, kept as it was: -update
 // never rewrites it.
 func TestGoldenHostFormat1(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "golden", "host-format1.bin"))
+	want := goldenHost()
+	want.JumpHosts, want.IdentityFile = nil, ""
+	testOldFormat(t, "host-format1.bin", hostFormat1, want)
+}
+
+// TestGoldenHostFormat2: a host as schema 6 wrote it (format 2, without
+// an identity file) reads as it did, with none. The file is
+// TestGoldenHost's host.bin of before format 3, kept as it was.
+func TestGoldenHostFormat2(t *testing.T) {
+	want := goldenHost()
+	want.IdentityFile = ""
+	testOldFormat(t, "host-format2.bin", hostFormat2, want)
+}
+
+func testOldFormat(t *testing.T, file string, format byte, want *sshdeck.Host) {
+	data, err := os.ReadFile(filepath.Join("testdata", "golden", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data[0] != hostFormat1 {
-		t.Fatalf("host-format1.bin starts with format %d", data[0])
+	if data[0] != format {
+		t.Fatalf("%s starts with format %d", file, data[0])
 	}
-	want := goldenHost()
-	want.JumpHosts = nil
 	got := new(sshdeck.Host)
 	if err := decodeHost(hostKey(want.ID), data, got); err != nil {
 		t.Fatal(err)
 	}
-	same(t, "the format 1 host decoded", got, want)
-	// Written again, it is format 2, and the same host.
+	same(t, "the old format's host decoded", got, want)
+	// Written again, it is the current format, and the same host.
 	again := hostRecordOf(got).appendTo(nil)
 	if again[0] != hostFormat {
-		t.Fatalf("a format 1 host is written in format %d", again[0])
+		t.Fatalf("a format %d host is written in format %d", format, again[0])
 	}
 	got2 := new(sshdeck.Host)
 	if err := decodeHost(hostKey(want.ID), again, got2); err != nil {
 		t.Fatal(err)
 	}
-	same(t, "the format 1 host written again", got2, want)
+	same(t, "the old format's host written again", got2, want)
 }
 
 // TestGoldenRecords pins the JSON of every other kind, each written by the

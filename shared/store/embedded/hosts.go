@@ -32,6 +32,29 @@ func (s *Store) NextHostID(ctx context.Context, owner string) (int64, error) {
 	return int64(id), nil
 }
 
+// NextHostIDs allocates n consecutive ids from the owner's sequence.
+func (s *Store) NextHostIDs(ctx context.Context, owner string, n int) (int64, error) {
+	if owner == "" {
+		return 0, fmt.Errorf("embedded: next host ids: owner is required")
+	}
+	if n < 1 || n > sshdeck.MaxHostBatch {
+		return 0, fmt.Errorf("embedded: next host ids: %d ids, not 1 to %d", n, sshdeck.MaxHostBatch)
+	}
+	var first uint64
+	err := s.update(ctx, "next host ids", func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketHosts).CreateBucketIfNotExists([]byte(owner))
+		if err != nil {
+			return err
+		}
+		first = b.Sequence() + 1
+		return b.SetSequence(b.Sequence() + uint64(n))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return int64(first), nil
+}
+
 // CreateHost stores h, a new host of version 1; Conflict when its id
 // exists, LimitExceeded when the owner has max hosts. The count is made in
 // the transaction of the write (hostCount), so concurrent creates, which
@@ -62,6 +85,49 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 			}
 		}
 		return putHost(b, h)
+	})
+}
+
+// CreateHosts stores hosts, all of one owner, in one transaction: each id
+// must be free (Conflict naming the first that is not) and the owner's
+// hosts and these at most max (LimitExceeded), or nothing is stored.
+func (s *Store) CreateHosts(ctx context.Context, hosts []*sshdeck.Host, limit int) error {
+	if err := sshdeck.CheckBatch(hosts); err != nil {
+		return fmt.Errorf("embedded: create hosts: %w", err)
+	}
+	if limit < 1 {
+		return fmt.Errorf("embedded: create hosts: limit %d is not positive", limit)
+	}
+	return s.update(ctx, "create hosts", func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketHosts).CreateBucketIfNotExists([]byte(hosts[0].Owner))
+		if err != nil {
+			return err
+		}
+		top := uint64(0)
+		for _, h := range hosts {
+			if b.Get(hostKey(h.ID)) != nil {
+				return sshdeck.Errorf(sshdeck.Conflict, "host %d exists", h.ID)
+			}
+			top = max(top, uint64(h.ID))
+		}
+		// The sequence counts the batch's own ids, handed out but not
+		// stored: it bounds the count only when it leaves room anyway.
+		if room := limit - len(hosts); b.Sequence() > uint64(max(room, 0)) && countHostKeys(b, limit) > room {
+			return sshdeck.HostsExceeded(limit)
+		}
+		if top > b.Sequence() {
+			if err := b.SetSequence(top); err != nil {
+				return err
+			}
+		}
+		// An error returned rolls the whole transaction back: no host of
+		// the batch is stored without the others.
+		for _, h := range hosts {
+			if err := putHost(b, h); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -160,6 +226,11 @@ func hostCount(b *bolt.Bucket, max int) int {
 	if b.Sequence() < uint64(max) {
 		return int(b.Sequence())
 	}
+	return countHostKeys(b, max)
+}
+
+// countHostKeys counts the hosts of an owner's bucket with a cursor, up to max.
+func countHostKeys(b *bolt.Bucket, max int) int {
 	n := 0
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil && n < max; k, _ = c.Next() {
@@ -217,11 +288,14 @@ func hostKey(id int64) []byte {
 // migration (see prepare in store.go) must rewrite.
 //
 // Format 1 (schemas 4 and 5) lacked jumpHosts; decode reads it as a host
-// without jump hosts, and its next write makes it format 2. No migration
-// rewrites it: the two differ by one list that format 1 has empty.
+// without jump hosts, and its next write makes it format 3. Format 2
+// (schema 6) lacked identityFile (a string after jumpHosts); decode reads
+// it as a host without one. No migration rewrites them: each differs from
+// the next by a field that the older format has empty.
 const (
 	hostFormat1 = 1
-	hostFormat  = 2
+	hostFormat2 = 2
+	hostFormat  = 3
 )
 
 // hostRecord is a host as stored: the store's own fields, whatever
@@ -239,7 +313,8 @@ type hostRecord struct {
 	authType, keyType, defaultPath     string
 	tunnels                            []hostTunnelRecord
 	jumpHosts                          []int64 // host ids, first hop first
-	password, key, keyPassword         []byte  // sealed, nil when empty
+	identityFile                       string
+	password, key, keyPassword         []byte // sealed, nil when empty
 	createdAt, updatedAt               time.Time
 }
 
@@ -262,27 +337,28 @@ const (
 
 func hostRecordOf(h *sshdeck.Host) *hostRecord {
 	r := &hostRecord{
-		owner:       h.Owner,
-		id:          h.ID,
-		version:     h.Version,
-		name:        h.Name,
-		ip:          h.IP,
-		port:        h.Port,
-		username:    h.Username,
-		folder:      h.Folder,
-		tags:        h.Tags,
-		pin:         h.Pin,
-		terminal:    h.EnableTerminal,
-		tunnel:      h.EnableTunnel,
-		fileManager: h.EnableFileManager,
-		authType:    string(h.AuthType),
-		keyType:     h.KeyType,
-		defaultPath: h.DefaultPath,
-		password:    h.Sealed.Password,
-		key:         h.Sealed.Key,
-		keyPassword: h.Sealed.KeyPassword,
-		createdAt:   h.CreatedAt,
-		updatedAt:   h.UpdatedAt,
+		owner:        h.Owner,
+		id:           h.ID,
+		version:      h.Version,
+		name:         h.Name,
+		ip:           h.IP,
+		port:         h.Port,
+		username:     h.Username,
+		folder:       h.Folder,
+		tags:         h.Tags,
+		pin:          h.Pin,
+		terminal:     h.EnableTerminal,
+		tunnel:       h.EnableTunnel,
+		fileManager:  h.EnableFileManager,
+		authType:     string(h.AuthType),
+		keyType:      h.KeyType,
+		defaultPath:  h.DefaultPath,
+		identityFile: h.IdentityFile,
+		password:     h.Sealed.Password,
+		key:          h.Sealed.Key,
+		keyPassword:  h.Sealed.KeyPassword,
+		createdAt:    h.CreatedAt,
+		updatedAt:    h.UpdatedAt,
 	}
 	for _, j := range h.JumpHosts {
 		r.jumpHosts = append(r.jumpHosts, j.HostID)
@@ -321,6 +397,7 @@ func (r *hostRecord) toHost(h *sshdeck.Host) {
 			EnableTunnel:      r.tunnel,
 			EnableFileManager: r.fileManager,
 			DefaultPath:       r.defaultPath,
+			IdentityFile:      r.identityFile,
 		},
 		Sealed:    sshdeck.SealedCredentials{Password: r.password, Key: r.key, KeyPassword: r.keyPassword},
 		CreatedAt: r.createdAt,
@@ -364,6 +441,8 @@ func (r *hostRecord) toHost(h *sshdeck.Host) {
 //	                       retryInterval (int), autoStart (bool)
 //	jumpHosts              count, then each a host id (int); absent from
 //	                       format 1, which decode reads as none
+//	identityFile           string; absent from formats 1 and 2, which
+//	                       decode reads as none
 //	password, key,
 //	keyPassword            bytes
 //	createdAt, updatedAt   time
@@ -398,6 +477,7 @@ func (r *hostRecord) appendTo(b []byte) []byte {
 	for _, id := range r.jumpHosts {
 		b = appendInt(b, id)
 	}
+	b = appendString(b, r.identityFile)
 	b = appendBytes(b, r.password)
 	b = appendBytes(b, r.key)
 	b = appendBytes(b, r.keyPassword)
@@ -412,12 +492,12 @@ func bitIf(set bool, bit byte) byte {
 	return 0
 }
 
-// decode reads a record that appendTo wrote, in format 2 or in format 1;
-// an error for anything else. Empty lists come back nil.
+// decode reads a record that appendTo wrote, in format 3, 2 or 1; an
+// error for anything else. Empty lists come back nil.
 func (r *hostRecord) decode(data []byte) error {
 	d := newDecoder(data)
 	format := d.byte()
-	if d.err == nil && format != hostFormat && format != hostFormat1 {
+	if d.err == nil && format != hostFormat && format != hostFormat2 && format != hostFormat1 {
 		return fmt.Errorf("unknown host format %d", format)
 	}
 	r.owner = d.string()
@@ -463,6 +543,9 @@ func (r *hostRecord) decode(data []byte) error {
 				r.jumpHosts[i] = d.int64()
 			}
 		}
+	}
+	if format == hostFormat {
+		r.identityFile = d.string()
 	}
 	r.password = d.bytes()
 	r.key = d.bytes()

@@ -55,10 +55,11 @@ func TestDecodeHostCorrupt(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{
 		"a byte after the end": append(slices.Clone(good), 0),
-		"format 3":             append([]byte{3}, good[1:]...),
-		// Format 1 has no jump hosts: format 2's bytes read as format 1
-		// leave the list's bytes over.
-		"format 2 as format 1": append([]byte{hostFormat1}, good[1:]...),
+		"format 4":             append([]byte{4}, good[1:]...),
+		// Format 1 has no jump hosts: format 3's bytes read as format 1
+		// leave the list's bytes over; format 2 has no identity file.
+		"format 3 as format 1": append([]byte{hostFormat1}, good[1:]...),
+		"format 3 as format 2": append([]byte{hostFormat2}, good[1:]...),
 		"JSON":                 []byte(`{"owner":"alice","id":1}`),
 		"a huge owner":         {hostFormat, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"a huge tag count":     hostRecordOf(&sshdeck.Host{}).appendTo(nil)[:10],
@@ -86,8 +87,10 @@ func FuzzDecodeHost(f *testing.F) {
 	f.Add(hostRecordOf(benchHost("alice", 7)).appendTo(nil))
 	f.Add(hostRecordOf(&sshdeck.Host{}).appendTo(nil))
 	f.Add([]byte{hostFormat})
-	if format1, err := os.ReadFile(filepath.Join("testdata", "golden", "host-format1.bin")); err == nil {
-		f.Add(format1)
+	for _, old := range []string{"host-format1.bin", "host-format2.bin"} {
+		if data, err := os.ReadFile(filepath.Join("testdata", "golden", old)); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Add([]byte(`{"owner":"alice","id":1,"version":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in prepare when the layout changes.
-const schemaVersion = 6
+const schemaVersion = 7
 
 var (
 	bucketMeta        = []byte("meta")
@@ -74,7 +74,8 @@ func Open(path string) (*Store, error) {
 // records lack and read as before); schema 4 stores hosts in binary, which
 // migrateHosts rewrites; schema 6 writes hosts in format 2 (jump hosts),
 // which an older sshdeck cannot read, and reads format 1 as before, so it
-// needs no rewrite: its number keeps an older sshdeck from opening the file.
+// needs no rewrite: its number keeps an older sshdeck from opening the file;
+// schema 7 writes hosts in format 3 (identityFile) on the same terms.
 // It all happens in the one transaction of Open: a crash leaves the file
 // as it was.
 func prepare(tx *bolt.Tx) error {

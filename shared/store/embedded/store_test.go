@@ -134,9 +134,9 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "7")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 7") {
-		t.Fatalf("Open of a schema-7 file: got %v, want an error naming schema 7", err)
+	setSchema(t, path, "8")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 8") {
+		t.Fatalf("Open of a schema-8 file: got %v, want an error naming schema 8", err)
 	}
 }
 
@@ -169,8 +169,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "6" {
-		t.Fatalf("schema after opening: got %q, want 6", schema)
+	if schema != "7" {
+		t.Fatalf("schema after opening: got %q, want 7", schema)
 	}
 }
 
@@ -285,7 +285,7 @@ func TestMigrationFailureKeepsFile(t *testing.T) {
 	before := snapshot(t, path)
 
 	_, err = Open(path)
-	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 6") || strings.Contains(err.Error(), "garbage") {
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 7") || strings.Contains(err.Error(), "garbage") {
 		t.Fatalf("Open of a file with a corrupt host: %v", err)
 	}
 	if after := snapshot(t, path); !reflect.DeepEqual(after, before) {
@@ -318,8 +318,8 @@ func TestTokensTieBreakByID(t *testing.T) {
 }
 
 // TestSchema5Opens: a schema 5 file, its hosts in format 1, opens at
-// schema 6 with its hosts as they were (no jump hosts, the bytes kept),
-// and a host's next write stores format 2.
+// schema 7 with its hosts as they were (no jump hosts, the bytes kept),
+// and a host's next write stores format 3.
 func TestSchema5Opens(t *testing.T) {
 	ctx := t.Context()
 	s, path := openTemp(t)

@@ -36,7 +36,8 @@ func fullHost(owner string, id int64, seed int) *sshdeck.Host {
 			// Ids as the store keeps them, whether or not such hosts
 			// exist (the rules above the store check that): in the
 			// chain's order, which is not theirs, one past 32 bits.
-			JumpHosts: []sshdeck.JumpHost{{HostID: int64(300 + seed)}, {HostID: 1<<40 + int64(seed)}, {HostID: int64(seed%7 + 1)}},
+			JumpHosts:    []sshdeck.JumpHost{{HostID: int64(300 + seed)}, {HostID: 1<<40 + int64(seed)}, {HostID: int64(seed%7 + 1)}},
+			IdentityFile: fmt.Sprintf("~/.ssh/id_ed25519 web-%d", seed),
 		},
 		// Bytes that a store converting through text would mangle.
 		Sealed: sshdeck.SealedCredentials{
@@ -59,6 +60,7 @@ func edited(h *sshdeck.Host) *sshdeck.Host {
 	e.TunnelConnections = e.TunnelConnections[1:]
 	e.JumpHosts = []sshdeck.JumpHost{e.JumpHosts[2], e.JumpHosts[0]}
 	e.Sealed.Key, e.Sealed.KeyPassword = nil, nil
+	e.IdentityFile = ""
 	e.CreatedAt = h.CreatedAt
 	e.UpdatedAt = h.UpdatedAt.Add(time.Minute)
 	return e

@@ -63,6 +63,15 @@ var routeActions = map[string][]string{
 	// tunnels listed (Query) and those through it restarted (GetItem,
 	// UpdateItem).
 	"delete-host": {batchWriteItem, deleteItem, getItem, query, updateItem},
+	// import-hosts: the caller's host names (Hosts, Query) for an
+	// ssh_config's hops, Host per hop of a chain outside the import
+	// (GetItem), NextHostIDs (UpdateItem), CreateHosts: a transaction of
+	// the hosts' Puts and the Update of the owner's count of hosts; when
+	// that is refused, a GetItem of the counter (and, once for an owner of
+	// before the counts, a Query counting).
+	"import-hosts": {getItem, putItem, query, updateItem},
+	// export-hosts: Hosts, a page at a time.
+	"export-hosts": {query},
 
 	"list-recent-files": {getItem, query}, // Host, Files
 	// PutRecentFile: a transaction of a ConditionCheck of the host and an

@@ -129,14 +129,16 @@ func like(pattern, s string) bool {
 var routePartitions = map[string][]string{
 	"healthz": {pingPartition},
 
-	"list-hosts": {ownerPartitions},
-	"get-host":   {ownerPartitions},
+	"list-hosts":   {ownerPartitions},
+	"get-host":     {ownerPartitions},
+	"export-hosts": {ownerPartitions},
 	// A host's save writes the owner's tunnels too (shared/hosts,
 	// tunnels.go): TUNNELS, every owner's, as LeadingKeys cannot tell
 	// one owner's sort keys from another's; the store scopes each call.
-	"create-host": {ownerPartitions, tunnelPartition},
-	"update-host": {ownerPartitions, tunnelPartition},
-	"delete-host": {ownerPartitions, tunnelPartition},
+	"create-host":  {ownerPartitions, tunnelPartition},
+	"update-host":  {ownerPartitions, tunnelPartition},
+	"delete-host":  {ownerPartitions, tunnelPartition},
+	"import-hosts": {ownerPartitions, tunnelPartition},
 
 	"list-recent-files":  {ownerPartitions},
 	"add-recent-file":    {ownerPartitions},

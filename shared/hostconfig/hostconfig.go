@@ -1,0 +1,258 @@
+// Package hostconfig maps hosts to and from an OpenSSH client config: the
+// hosts of an ssh_config import (Import, from what shared/sshconfig
+// parsed) and the Host blocks of an ssh_config export (Export, for
+// sshconfig.Write). Pure functions: no store, no I/O; the hosts service
+// creates the items, the API reads and writes the bytes.
+//
+// The mapping, which README.md and openapi.yaml state for users:
+//
+//   - Host alias → name; HostName → ip (the alias when absent); User →
+//     username (required: an item without it fails, "User is required");
+//     Port → port (22 when absent); the first IdentityFile → identityFile,
+//     with authType key and no key (the server cannot read the user's
+//     files; `sshdeck host import` uploads them), the others reported as
+//     skipped. A host without IdentityFile gets what a create without
+//     credentials gets: authType password, no password.
+//   - ProxyJump → jumpHosts, each hop by alias of the file, else by the
+//     name of one of the owner's stored hosts, else a new host of the
+//     import at that address ([user@]host[:port], identical hops made
+//     one); such a hop without a user fails as a host without User does.
+//     A hop with a user or port that its alias's block does not have is
+//     a host of its own too.
+//   - LocalForward and RemoteForward are between the machine ssh runs on
+//     and the host, and a sshdeck tunnel is between two stored hosts, so
+//     they map only when the import says which Host of the file stands
+//     for that machine (local): then `RemoteForward R 127.0.0.1:P` in
+//     Host H's block is a tunnel of local (source) to H (endpoint),
+//     endpointPort R, sourcePort P — H listens on its 127.0.0.1:R and
+//     carries to local's 127.0.0.1:P, which is what ssh -R does run on
+//     local — and `LocalForward R 127.0.0.1:P` in H's block is a tunnel
+//     of H to local: local listens on 127.0.0.1:R and carries to H's
+//     127.0.0.1:P. Forwards that bind another address than loopback or
+//     reach another target than 127.0.0.1 or localhost, and every
+//     forward without local, are reported as skipped.
+//
+// Export writes the inverse, with the aliases of Aliases.
+package hostconfig
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sshdeck/sshdeck/shared/hosts"
+	"github.com/sshdeck/sshdeck/shared/sshconfig"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// Skipped is a part of a config that an import did not take: a line
+// sshconfig.Parse reported, or a value this package could not map.
+type Skipped struct {
+	Line    int    `json:"line"`
+	Keyword string `json:"keyword"`
+	Host    string `json:"host"`
+	Reason  string `json:"reason"`
+}
+
+// Options are what an import needs besides the config.
+type Options struct {
+	// Existing maps the names of the owner's stored hosts to their ids,
+	// for ProxyJump hops that name no Host of the file.
+	Existing map[string][]int64
+	// Local is the alias of the Host of the file that stands for the
+	// machine the config is used on: forwards map to tunnels only with it.
+	Local string
+}
+
+// Import turns a parsed config into the items of an import, one per Host
+// of the file in its order, then one per new jump host, and the parts it
+// did not take, after Parse's own skipped lines. An error is the whole
+// import's (a Local that is no Host of the file).
+func Import(c *sshconfig.Config, opt Options) ([]hosts.ImportItem, []Skipped, error) {
+	skipped := make([]Skipped, 0, len(c.Skipped))
+	for _, s := range c.Skipped {
+		skipped = append(skipped, Skipped(s))
+	}
+	aliases := make(map[string]int, len(c.Hosts))
+	for i, h := range c.Hosts {
+		aliases[h.Alias] = i
+	}
+	local := -1
+	if opt.Local != "" {
+		k, ok := aliases[opt.Local]
+		if !ok {
+			return nil, nil, sshdeck.Errorf(sshdeck.Invalid, "local: %q is no Host of the config (it names the Host that stands for the machine the config is used on)", opt.Local)
+		}
+		local = k
+	}
+	im := importer{c: c, opt: opt, aliases: aliases, local: local, hops: map[sshconfig.Jump]int{}}
+	im.items = make([]hosts.ImportItem, len(c.Hosts))
+	for i := range c.Hosts {
+		im.host(i)
+	}
+	for i := range c.Hosts {
+		h := &c.Hosts[i]
+		if files := identityFiles(h.IdentityFiles); len(files) > 1 {
+			for _, f := range files[1:] {
+				skipped = append(skipped, Skipped{Line: h.Line, Keyword: "IdentityFile", Host: h.Alias, Reason: f + ": sshdeck keeps one identity file per host, the first: not imported"})
+			}
+		}
+		im.forwards(i, &skipped)
+	}
+	return im.items, skipped, nil
+}
+
+type importer struct {
+	c       *sshconfig.Config
+	opt     Options
+	aliases map[string]int
+	local   int
+	items   []hosts.ImportItem
+	// hops are the new hosts made of ProxyJump hops, by hop.
+	hops map[sshconfig.Jump]int
+}
+
+// where names a Host of the file in an item's error.
+func where(h *sshconfig.Host) string {
+	return fmt.Sprintf("line %d (Host %s)", h.Line, h.Alias)
+}
+
+func (im *importer) host(i int) {
+	h := &im.c.Hosts[i]
+	in := &hosts.Input{Name: h.Alias, IP: h.HostName, Username: h.User}
+	if in.IP == "" {
+		in.IP = h.Alias
+	}
+	if h.Port != 0 {
+		in.Port = &h.Port
+	}
+	if files := identityFiles(h.IdentityFiles); len(files) > 0 {
+		in.IdentityFile = files[0]
+		key := string(sshdeck.AuthKey)
+		in.AuthType = &key
+	}
+	item := hosts.ImportItem{Input: in}
+	if h.User == "" {
+		item.Err = sshdeck.Errorf(sshdeck.Invalid, "%s: User is required (sshdeck logs in as a named user: add a User line)", where(h))
+	}
+	im.items[i] = item
+	if len(h.ProxyJump) == 1 && h.ProxyJump[0] == (sshconfig.Jump{Host: "none"}) {
+		return
+	}
+	for _, hop := range h.ProxyJump {
+		k, id, err := im.hop(hop)
+		if err != nil {
+			if im.items[i].Err == nil {
+				im.items[i].Err = sshdeck.Errorf(sshdeck.Invalid, "%s: ProxyJump: %s", where(h), err)
+			}
+			continue
+		}
+		im.items[i].Input.JumpHosts = append(im.items[i].Input.JumpHosts, sshdeck.JumpHost{HostID: id})
+		im.items[i].HopItems = append(im.items[i].HopItems, k)
+	}
+}
+
+// identityFiles are the host's identity files but "none", OpenSSH's "no
+// identity file".
+func identityFiles(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if f != "none" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// hop resolves a ProxyJump hop: the item it names (k >= 0), or a stored
+// host's id (k = -1).
+func (im *importer) hop(hop sshconfig.Jump) (k int, id int64, err error) {
+	if a, ok := im.aliases[hop.Host]; ok {
+		h := &im.c.Hosts[a]
+		if (hop.User == "" || hop.User == h.User) && (hop.Port == 0 || hop.Port == max(h.Port, 0) || h.Port == 0 && hop.Port == sshdeck.DefaultSSHPort) {
+			return a, 0, nil
+		}
+	}
+	if hop.User == "" && hop.Port == 0 {
+		switch ids := im.opt.Existing[hop.Host]; len(ids) {
+		case 1:
+			return -1, ids[0], nil
+		case 0:
+		default:
+			return 0, 0, fmt.Errorf("hop %s names %d of your hosts; name one by an alias of this config", hop, len(ids))
+		}
+	}
+	// A new host at the hop's address, one per distinct hop.
+	if k, ok := im.hops[hop]; ok {
+		return k, 0, nil
+	}
+	k = len(im.items)
+	in := &hosts.Input{Name: hop.String(), IP: hop.Host, Username: hop.User}
+	if hop.Port != 0 {
+		port := hop.Port
+		in.Port = &port
+	}
+	item := hosts.ImportItem{Input: in}
+	if hop.User == "" {
+		item.Err = sshdeck.Errorf(sshdeck.Invalid, "ProxyJump hop %s: User is required (the hop names no Host of the config and none of your hosts, so it is imported as a host of its own: give it a user, user@%s, or a Host block)", hop, hop.Host)
+	}
+	im.items = append(im.items, item)
+	im.hops[hop] = k
+	return k, 0, nil
+}
+
+// forwards maps the forwards of Host i to tunnels (see the package doc).
+func (im *importer) forwards(i int, skipped *[]Skipped) {
+	h := &im.c.Hosts[i]
+	for _, fw := range []struct {
+		keyword string
+		list    []sshconfig.Forward
+	}{{"LocalForward", h.LocalForwards}, {"RemoteForward", h.RemoteForwards}} {
+		for _, f := range fw.list {
+			skip := func(reason string) {
+				*skipped = append(*skipped, Skipped{Line: h.Line, Keyword: fw.keyword, Host: h.Alias, Reason: forwardString(f) + ": " + reason})
+			}
+			switch {
+			case im.local < 0:
+				skip("a forward is between the machine ssh runs on and the host, and a sshdeck tunnel between two stored hosts: import with local=<the Host that stands for that machine> to map it, else not imported")
+				continue
+			case !loopback(f.BindAddress, true):
+				skip("binds " + f.BindAddress + ", not loopback, as a sshdeck tunnel does: not imported")
+				continue
+			case !loopback(f.Host, false):
+				skip("reaches " + f.Host + ", not 127.0.0.1 or localhost, as a sshdeck tunnel does: not imported")
+				continue
+			case f.BindPort == 0:
+				skip("a port the server picks: not imported")
+				continue
+			}
+			// RemoteForward on H: local's tunnel to H. LocalForward on H:
+			// H's tunnel to local.
+			source, endpoint := im.local, i
+			if fw.keyword == "LocalForward" {
+				source, endpoint = i, im.local
+			}
+			item := &im.items[source]
+			item.Input.TunnelConnections = append(item.Input.TunnelConnections, hosts.TunnelInput{
+				SourcePort:   f.HostPort,
+				EndpointPort: f.BindPort,
+				EndpointHost: im.c.Hosts[endpoint].Alias,
+			})
+			item.EndpointItems = append(item.EndpointItems, endpoint)
+		}
+	}
+}
+
+// loopback tells whether a forward's address is loopback as sshdeck's
+// tunnels are: 127.0.0.1 or localhost (and, for a bind address, none).
+func loopback(addr string, bind bool) bool {
+	return addr == "127.0.0.1" || strings.EqualFold(addr, "localhost") || bind && addr == ""
+}
+
+func forwardString(f sshconfig.Forward) string {
+	bind := strconv.Itoa(f.BindPort)
+	if f.BindAddress != "" {
+		bind = f.BindAddress + ":" + bind
+	}
+	return bind + " " + f.Host + ":" + strconv.Itoa(f.HostPort)
+}
