@@ -163,6 +163,9 @@ func with(body map[string]any, field string, raw string) io.Reader {
 	return bytes.NewReader(b)
 }
 
+// importPath is the route whose body is an array of hosts or an ssh_config.
+const importPath = "/ssh/db/host/import"
+
 func hostileCases(t *testing.T, token string) []hostile {
 	auth := http.Header{"Authorization": {"Bearer " + token}}
 	var cases []hostile
@@ -219,6 +222,9 @@ func hostileCases(t *testing.T, token string) []hostile {
 		}
 		// Content types that are not the route's.
 		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "", "application/json, text/plain", "application/jsonx", "text/json"} {
+			if ct == "text/plain" && r.pattern == importPath {
+				continue // an OpenSSH client config: its own cases below
+			}
 			add(hostile{name: rt + ": Content-Type " + ct, tunnel: r.tunnel, method: r.method, path: r.path, contentType: ct,
 				body: strings.NewReader(`{}`), want: 415, code: sshdeck.UnsupportedMediaType})
 		}
@@ -250,6 +256,9 @@ func hostileCases(t *testing.T, token string) []hostile {
 			body: io.MultiReader(strings.NewReader(`{"name":"`), strings.NewReader(strings.Repeat("x", 4<<20))), want: 413, code: sshdeck.TooLarge})
 		// Each field of a body the route takes, made hostile: a 400 that
 		// names the field.
+		if r.pattern == importPath {
+			continue // an array of create bodies: its own cases below
+		}
 		base := bodies[r.method+" "+r.pattern]
 		if base == nil {
 			t.Errorf("no valid body for %s %s: add one to validBodies", r.method, r.pattern)
@@ -276,6 +285,26 @@ func hostileCases(t *testing.T, token string) []hostile {
 
 	// Host addresses and text fields.
 	host := bodies["POST /ssh/db/host"]
+	// An import checks each host as a create does (the cases above and
+	// below), by its item's index; an ssh_config, each line.
+	for what, body := range map[string]string{
+		"an item with an option for an ip": `[{"ip":"-oProxyCommand=id","username":"u"}]`,
+		"an item that is no object":        `[1]`,
+		"items past the limit":             `[` + strings.Repeat(`{"ip":"10.0.0.1","username":"u"},`, 99) + `{"ip":"10.0.0.1","username":"u"}]`,
+	} {
+		add(hostile{name: "POST " + importPath + ": " + what, method: "POST", path: importPath, contentType: "application/json",
+			body: strings.NewReader(body), want: 400, code: sshdeck.Invalid})
+	}
+	for what, config := range map[string]string{
+		"an option for a HostName": "Host web\n  HostName -oProxyCommand=id\n  User u\n",
+		"an option for a User":     "Host web\n  HostName 10.0.0.1\n  User -oProxyCommand=id\n",
+		"a NUL":                    "Host web\x00\n  User u\n",
+		"an unclosed quote":        "Host web\n  User \"u\n",
+		"invalid UTF-8":            "Host w\xffb\n  User u\n",
+	} {
+		add(hostile{name: "POST " + importPath + ": config with " + what, method: "POST", path: importPath, contentType: "text/plain",
+			body: strings.NewReader(config), want: 400, code: sshdeck.Invalid})
+	}
 	for _, ip := range []string{"-oProxyCommand=id", "-oProxyCommand=id.example", "a b", "web;id", "$(id)", "`id`", "web:22", "[::1]",
 		"fe80::1%$(id)", "169.254.169.254%eth0", "my_host", "web..example", ".web", strings.Repeat("a", 64) + ".example", strings.Repeat("a.", 127), "ä.example"} {
 		add(hostile{name: "POST /ssh/db/host: ip " + ip, method: "POST", path: "/ssh/db/host", contentType: "application/json",

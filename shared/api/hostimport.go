@@ -42,6 +42,9 @@ func (s *Server) importHosts(w http.ResponseWriter, r *http.Request, caller sshd
 		if err := web.DecodeJSON(http.MaxBytesReader(w, r.Body, web.MaxJSONBody), "body", &list); err != nil {
 			return err
 		}
+		if list == nil {
+			return sshdeck.Errorf(sshdeck.Invalid, "body must be a JSON array of hosts, not null")
+		}
 		items = hosts.ResolveRefs(list)
 	case "text/plain":
 		cfg, err := readConfig(w, r)
