@@ -55,7 +55,7 @@ func headers(kv ...string) http.Header {
 const host = `{"id":1,"name":"web","ip":"10.0.0.1","port":22,"username":"root","folder":"","tags":["prod"],
 "pin":false,"authType":"password","keyType":"auto","enableTerminal":true,"enableTunnel":true,
 "enableFileManager":true,"defaultPath":"/","tunnelConnections":[{"sourcePort":80,"endpointPort":8080,
-"endpointHost":"127.0.0.1","maxRetries":3,"retryInterval":5,"autoStart":false}],"jumpHosts":[{"hostId":2}],
+"endpointHost":"127.0.0.1","maxRetries":3,"retryInterval":5,"autoStart":false}],"jumpHosts":[{"hostId":2}],"identityFile":"",
 "password":"secret","key":"","keyPassword":"","createdAt":"2026-11-21T15:04:05.123Z","updatedAt":"2026-11-21T15:04:05Z"}`
 
 const tunnelStatus = `{"name":"a/b","status":"waiting","retryCount":1,"maxRetries":3,"nextRetryIn":5,
