@@ -44,6 +44,23 @@ const anyCount = -1
 // (`user add bob --admin` as well as `user add --admin bob`), and checks the
 // count of positional arguments (unless it is anyCount).
 func parse(fs *flag.FlagSet, args []string, positional int, s *settings) ([]string, error) {
+	rest, err := parseArgs(fs, args, positional)
+	if err != nil {
+		return nil, err
+	}
+	if s.envErr != nil {
+		return nil, s.envErr
+	}
+	if strings.TrimSpace(s.Data) == "" {
+		return nil, fmt.Errorf("the data directory is empty: set --data or %s", config.Data)
+	}
+	s.Data = filepath.Clean(s.Data)
+	return rest, nil
+}
+
+// parseArgs is parse without the settings: the flags wherever they stand,
+// and the count of positional arguments.
+func parseArgs(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -61,13 +78,6 @@ func parse(fs *flag.FlagSet, args []string, positional int, s *settings) ([]stri
 	if positional != anyCount && len(rest) != positional {
 		return nil, fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, fs.Name(), positional, len(rest))
 	}
-	if s.envErr != nil {
-		return nil, s.envErr
-	}
-	if strings.TrimSpace(s.Data) == "" {
-		return nil, fmt.Errorf("the data directory is empty: set --data or %s", config.Data)
-	}
-	s.Data = filepath.Clean(s.Data)
 	return rest, nil
 }
 

@@ -36,6 +36,10 @@ Usage:
         [--action-url URL --action-text LABEL] [--data DIR | --table TABLE]
   sshdeck alert list [--data DIR | --table TABLE]
   sshdeck alert delete ID [--data DIR | --table TABLE]
+  sshdeck host import FILE [--local ALIAS] [--url URL]   (FILE an OpenSSH
+        client config, - for stdin; each IdentityFile's key is uploaded)
+  sshdeck host export [--format ssh_config|json] [--credentials]
+        [--local ID] [--url URL]
 
 Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
 SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE; serve also reads
@@ -44,7 +48,9 @@ SSHDECK_ALERTS_URL; token create reads SSHDECK_LIMIT_TOKENS (default 100
 tokens per user, neither revoked nor expired). The admin commands
 work while serve runs: they go through its admin socket in the data
 directory. With --table they administer a deployment's DynamoDB table, with
-the AWS credentials of the environment.
+the AWS credentials of the environment. The host commands call the API
+of --url, else SSHDECK_URL (default http://127.0.0.1:8080), with the token
+in SSHDECK_TOKEN.
 `
 
 func main() {
@@ -77,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		cmd, rest = args[0], args[1:]
 	}
-	if len(rest) > 0 && (cmd == "user" || cmd == "token" || cmd == "alert") {
+	if len(rest) > 0 && (cmd == "user" || cmd == "token" || cmd == "alert" || cmd == "host") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	var err error
@@ -108,6 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = alertListCommand(ctx, rest, stdout, stderr)
 	case "alert delete":
 		err = alertDeleteCommand(ctx, rest, stdout, stderr)
+	case "host import":
+		err = hostImportCommand(ctx, rest, stdout, stderr)
+	case "host export":
+		err = hostExportCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
