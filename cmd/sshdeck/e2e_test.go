@@ -356,6 +356,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		`"per_page":2,"cached":true,`,
 		`{"message":"Connection request received"}`, `{"demo":{"name":"demo","status":"failed"`, `"errorType":"network"`,
 		`"code":"forbidden"}`,
+		"imported bastion as host 2\nimported app as host 3\n", "line 11: Match: skipped",
+		"Host app\n", "ProxyJump bastion\n", `"name":"by-id","status":"failed"`, "jump host 1",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
