@@ -18,7 +18,8 @@
 //     import at that address ([user@]host[:port], identical hops made
 //     one); such a hop without a user fails as a host without User does.
 //     A hop with a user or port that its alias's block does not have is
-//     a host of its own too. An
+//     a host of its own too, at that block's HostName (its User, Port and
+//     IdentityFile unless the hop says otherwise), as ssh reaches it. An
 //     exported route (each hop's own route written before it) comes back
 //     as the jump hosts it was made of (jumpHosts).
 //   - LocalForward and RemoteForward are between the machine ssh runs on
@@ -38,6 +39,7 @@
 package hostconfig
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -237,12 +239,25 @@ func (im *importer) hop(hop sshconfig.Jump) (k int, id int64, err error) {
 	}
 	k = len(im.items)
 	in := &hosts.Input{Name: hop.String(), IP: hop.Host, Username: hop.User}
-	if hop.Port != 0 {
-		port := hop.Port
+	port := hop.Port
+	if a, ok := im.aliases[hop.Host]; ok {
+		// A Host of the file with another user or port: ssh reaches the
+		// hop as ssh -l user -p port alias, with that block's HostName,
+		// Port (when the hop gives none) and IdentityFile, not at an
+		// address named like the alias.
+		h := &im.c.Hosts[a]
+		in.IP, in.Username = cmp.Or(h.HostName, h.Alias), cmp.Or(hop.User, h.User)
+		port = cmp.Or(port, h.Port)
+		if files := identityFiles(h.IdentityFiles); len(files) > 0 {
+			key := string(sshdeck.AuthKey)
+			in.IdentityFile, in.AuthType = files[0], &key
+		}
+	}
+	if port != 0 {
 		in.Port = &port
 	}
 	item := hosts.ImportItem{Input: in}
-	if hop.User == "" {
+	if in.Username == "" {
 		item.Err = sshdeck.Errorf(sshdeck.Invalid, "ProxyJump hop %s: User is required (the hop names no Host of the config and none of your hosts, so it is imported as a host of its own: give it a user, user@%s, or a Host block)", hop, hop.Host)
 	}
 	im.items = append(im.items, item)
