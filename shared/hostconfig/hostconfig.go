@@ -18,7 +18,10 @@
 //     import at that address ([user@]host[:port], identical hops made
 //     one); such a hop without a user fails as a host without User does.
 //     A hop with a user or port that its alias's block does not have is
-//     a host of its own too.
+//     a host of its own too, at that block's HostName (its User, Port and
+//     IdentityFile unless the hop says otherwise), as ssh reaches it. An
+//     exported route (each hop's own route written before it) comes back
+//     as the jump hosts it was made of (jumpHosts).
 //   - LocalForward and RemoteForward are between the machine ssh runs on
 //     and the host, and a sshdeck tunnel is between two stored hosts, so
 //     they map only when the import says which Host of the file stands
@@ -36,7 +39,9 @@
 package hostconfig
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,8 +92,14 @@ func Import(c *sshconfig.Config, opt Options) ([]hosts.ImportItem, []Skipped, er
 	}
 	im := importer{c: c, opt: opt, aliases: aliases, local: local, hops: map[sshconfig.Jump]int{}}
 	im.items = make([]hosts.ImportItem, len(c.Hosts))
+	im.routes = make([][]hopRef, len(c.Hosts))
 	for i := range c.Hosts {
 		im.host(i)
+	}
+	// Every Host's ProxyJump is resolved: each Host's jumpHosts can now
+	// be told from its route (jumpHosts).
+	for i := range c.Hosts {
+		im.jumpHosts(i)
 	}
 	for i := range c.Hosts {
 		h := &c.Hosts[i]
@@ -110,6 +121,16 @@ type importer struct {
 	items   []hosts.ImportItem
 	// hops are the new hosts made of ProxyJump hops, by hop.
 	hops map[sshconfig.Jump]int
+	// routes are the Hosts' ProxyJump hops, resolved, as the file lists
+	// them.
+	routes [][]hopRef
+}
+
+// hopRef is a resolved ProxyJump hop: an item of the import (k >= 0) or
+// a stored host (k = -1, id).
+type hopRef struct {
+	k  int
+	id int64
 }
 
 // where names a Host of the file in an item's error.
@@ -147,8 +168,38 @@ func (im *importer) host(i int) {
 			}
 			continue
 		}
-		im.items[i].Input.JumpHosts = append(im.items[i].Input.JumpHosts, sshdeck.JumpHost{HostID: id})
-		im.items[i].HopItems = append(im.items[i].HopItems, k)
+		im.routes[i] = append(im.routes[i], hopRef{k, id})
+	}
+}
+
+// jumpHosts sets Host i's jumpHosts from its route. An export spells a
+// host's route out whole, each jump host's own route before it
+// (hostchain's Route; Export's doc), and sshdeck reaches a jump host
+// through its own jump hosts wherever it appears: taken as they are, the
+// hops of X [A, B] with B [A] would come back as X [A, A, B], a route
+// through A twice and a list that names A twice, which a save refuses.
+// So, from the last hop back, a hop that is a Host of the file with its
+// own route written just before it is that route's end: it stays a jump
+// host and its route goes, since sshdeck follows it anyway. This gives
+// back the lists an export came from, and means the same route for any
+// file. A hop whose own route is not before it stays as it is.
+func (im *importer) jumpHosts(i int) {
+	route := im.routes[i]
+	var out []hopRef
+	for end := len(route); end > 0; {
+		hop := route[end-1]
+		end--
+		if hop.k >= 0 && hop.k < len(im.routes) {
+			if own := im.routes[hop.k]; len(own) > 0 && end >= len(own) && slices.Equal(route[end-len(own):end], own) {
+				end -= len(own)
+			}
+		}
+		out = append(out, hop)
+	}
+	slices.Reverse(out)
+	for _, hop := range out {
+		im.items[i].Input.JumpHosts = append(im.items[i].Input.JumpHosts, sshdeck.JumpHost{HostID: hop.id})
+		im.items[i].HopItems = append(im.items[i].HopItems, hop.k)
 	}
 }
 
@@ -188,12 +239,25 @@ func (im *importer) hop(hop sshconfig.Jump) (k int, id int64, err error) {
 	}
 	k = len(im.items)
 	in := &hosts.Input{Name: hop.String(), IP: hop.Host, Username: hop.User}
-	if hop.Port != 0 {
-		port := hop.Port
+	port := hop.Port
+	if a, ok := im.aliases[hop.Host]; ok {
+		// A Host of the file with another user or port: ssh reaches the
+		// hop as ssh -l user -p port alias, with that block's HostName,
+		// Port (when the hop gives none) and IdentityFile, not at an
+		// address named like the alias.
+		h := &im.c.Hosts[a]
+		in.IP, in.Username = cmp.Or(h.HostName, h.Alias), cmp.Or(hop.User, h.User)
+		port = cmp.Or(port, h.Port)
+		if files := identityFiles(h.IdentityFiles); len(files) > 0 {
+			key := string(sshdeck.AuthKey)
+			in.IdentityFile, in.AuthType = files[0], &key
+		}
+	}
+	if port != 0 {
 		in.Port = &port
 	}
 	item := hosts.ImportItem{Input: in}
-	if hop.User == "" {
+	if in.Username == "" {
 		item.Err = sshdeck.Errorf(sshdeck.Invalid, "ProxyJump hop %s: User is required (the hop names no Host of the config and none of your hosts, so it is imported as a host of its own: give it a user, user@%s, or a Host block)", hop, hop.Host)
 	}
 	im.items = append(im.items, item)

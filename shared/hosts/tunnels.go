@@ -63,7 +63,53 @@ func (s *Service) afterWrite(ctx context.Context, owner string, old, new *sshdec
 	}
 	sync := &tunnelSync{s: s, owner: owner, old: old, new: new, routes: map[int64][]int64{}}
 	sync.w = tunnelrecord.Writer{Store: s.tunnels, Limit: s.maxTunnels(), Now: s.now}
-	return sync.run(ctx)
+	if err := sync.run(ctx); err != nil {
+		return err
+	}
+	if len(sync.done) == 0 {
+		// No item tunnel written or deleted: nothing of another save's
+		// to undo (settle).
+		return nil
+	}
+	return sync.settle(ctx)
+}
+
+// maxSettleRounds bounds settle against a host saved again and again.
+const maxSettleRounds = 3
+
+// settle makes the host's item tunnels those of the host as stored now.
+// Two saves of one host at once each write their own list's tunnels after
+// their own commit, in either order: the save committed first, syncing
+// last, would delete the items the host has again (or write back its
+// older items) with nothing to mend it. So, after its writes, a sync reads
+// the host again and, when another save or a delete has committed since,
+// writes that host's items (only: the restarts of what changed are that
+// save's own) until the host it read is the one it wrote. The last
+// tunnel write is then always followed by a read of the host as it ends,
+// whichever save made it.
+func (y *tunnelSync) settle(ctx context.Context) error {
+	for range maxSettleRounds {
+		id := y.host().ID
+		cur, err := y.s.store.Host(ctx, y.owner, id)
+		switch {
+		case sshdeck.ErrorCode(err) == sshdeck.NotFound:
+			cur = nil
+		case err != nil:
+			return y.saved(err)
+		}
+		if cur == nil && y.new == nil || cur != nil && y.new != nil && cur.Version == y.new.Version {
+			return nil
+		}
+		again := &tunnelSync{s: y.s, owner: y.owner, old: cur, new: cur, w: y.w, routes: y.routes, itemsOnly: true}
+		if cur == nil {
+			again.old = &sshdeck.Host{ID: id}
+		}
+		if err := again.run(ctx); err != nil || len(again.done) == 0 {
+			return err
+		}
+		y = again
+	}
+	return nil
 }
 
 // afterImport is afterWrite for each host an import created: their
@@ -104,6 +150,9 @@ type tunnelSync struct {
 	w        tunnelrecord.Writer
 	routes   map[int64][]int64 // a source's route's ids, read once
 	done     map[string]bool   // the tunnels written or deleted already
+	// itemsOnly writes the host's item tunnels and restarts nothing
+	// (settle).
+	itemsOnly bool
 }
 
 func (y *tunnelSync) host() *sshdeck.Host { return cmp.Or(y.new, y.old) }
@@ -134,7 +183,7 @@ func (y *tunnelSync) run(ctx context.Context) error {
 		}
 	}
 	changed, names := y.changes()
-	if changed || len(names) > 0 {
+	if !y.itemsOnly && (changed || len(names) > 0) {
 		for _, t := range tunnels {
 			if !restartable(t) || y.done[t.Name] {
 				continue

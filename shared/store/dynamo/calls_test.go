@@ -267,7 +267,7 @@ func TestCallCounts(t *testing.T) {
 		{"PutTunnel", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, "", map[string]int{"TransactWriteItems": 2, "GetItem": 1, "Query": 1}},
 		{"PutTunnel of an existing name", func() error { return s.PutTunnel(ctx, newTunnel("usr_a", "db", 1)) }, sshdeck.Conflict, map[string]int{"TransactWriteItems": 1}},
 		{"CreateTunnel", func() error { return s.CreateTunnel(ctx, newTunnel("usr_a", "api", 1), 3) }, "", map[string]int{"TransactWriteItems": 1}},
-		{"CreateTunnel at the limit", func() error { return s.CreateTunnel(ctx, newTunnel("usr_a", "gw", 1), 2) }, sshdeck.LimitExceeded, map[string]int{"TransactWriteItems": 1, "GetItem": 1}},
+		{"CreateTunnel at the limit", func() error { return s.CreateTunnel(ctx, newTunnel("usr_a", "gw", 1), 2) }, sshdeck.LimitExceeded, map[string]int{"TransactWriteItems": 1, "GetItem": 2}},
 		{"CreateTunnel of an existing name", func() error { return s.CreateTunnel(ctx, newTunnel("usr_a", "api", 1), 3) }, sshdeck.Conflict, map[string]int{"TransactWriteItems": 1}},
 		{"DeleteTunnel", func() error { return s.DeleteTunnel(ctx, "usr_a", "api", 0) }, "", map[string]int{"TransactWriteItems": 1}},
 		{"DeleteTunnel absent", func() error { return s.DeleteTunnel(ctx, "usr_a", "api", 0) }, sshdeck.NotFound, map[string]int{"TransactWriteItems": 1, "GetItem": 1}},

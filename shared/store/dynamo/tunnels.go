@@ -278,6 +278,15 @@ func (s *Store) CreateTunnel(ctx context.Context, t *sshdeck.Tunnel, limit int) 
 	case failed == 0:
 		return tunnelConflict(t.Name, 1)
 	case isAtLimit(err):
+		// addCounted reads the count after a transaction that lost a race
+		// (or, for an owner without a count yet, counts first), and that
+		// race may be the create of this very name: then the answer is
+		// the one a create of an existing name gets, Conflict, whatever
+		// the count, so that a writer reads the tunnel and changes it
+		// rather than give up (shared/tunnelrecord).
+		if found, ferr := s.exists(ctx, tunnelKey(t.Owner, t.Name)); ferr == nil && found {
+			return tunnelConflict(t.Name, 1)
+		}
 		return sshdeck.TunnelLimit(limit)
 	}
 	return wrap("create tunnel", err)

@@ -98,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TunnelLeaseConcurrent", testTunnelLeaseConcurrent},
 		{"TunnelCreateLimit", testTunnelCreateLimit},
 		{"TunnelCreateLimitConcurrent", testTunnelCreateLimitConcurrent},
+		{"TunnelCreateSameNameAtLimit", testTunnelCreateSameNameAtLimit},
 		{"TunnelDelete", testTunnelDelete},
 		{"TunnelStopped", testTunnelStopped},
 		{"KnownHostAddAndGet", testKnownHostAddAndGet},

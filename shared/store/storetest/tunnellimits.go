@@ -105,6 +105,47 @@ func testTunnelCreateLimitConcurrent(t *testing.T, s sshdeck.Store) {
 	}
 }
 
+// testTunnelCreateSameNameAtLimit: concurrent creates of one name that
+// takes the owner's last place: one creates it, and the others find the
+// name taken (Conflict, as a create of an existing name is at the limit
+// or below it), never LimitExceeded, which would tell a writer that reads
+// again and changes the tunnel (shared/tunnelrecord) to give up.
+func testTunnelCreateSameNameAtLimit(t *testing.T, s sshdeck.Store) {
+	// The owner's first tunnel (no count yet), then a last place with a
+	// count.
+	const tries = 8
+	for round := range 4 {
+		limit, name := 1, fmt.Sprintf("last%d", round)
+		if round > 0 {
+			limit = 2
+			createTunnel(t, s, fullTunnel("usr_a", fmt.Sprintf("first%d", round), 0), limit)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, tries)
+		for i := range tries {
+			wg.Go(func() { errs[i] = s.CreateTunnel(t.Context(), fullTunnel("usr_a", name, i), limit) })
+		}
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch sshdeck.ErrorCode(err) {
+			case "":
+				ok++
+			case sshdeck.Conflict:
+			default:
+				t.Errorf("round %d: create %d of %q: %v, want nil or Conflict", round, i, name, err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("round %d: %d concurrent creates of %q succeeded, want 1", round, ok, name)
+		}
+		must(t, s.DeleteTunnel(t.Context(), "usr_a", name, 0), "DeleteTunnel")
+		if round > 0 {
+			must(t, s.DeleteTunnel(t.Context(), "usr_a", fmt.Sprintf("first%d", round), 0), "DeleteTunnel")
+		}
+	}
+}
+
 func testTunnelDelete(t *testing.T, s sshdeck.Store) {
 	ctx := t.Context()
 	x := fullTunnel("usr_a", "db", 1)
