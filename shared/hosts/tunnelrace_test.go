@@ -117,3 +117,77 @@ func TestConcurrentSavesKeepTunnels(t *testing.T) {
 		t.Fatalf("the host has 3 tunnelConnections but its tunnels are %q, want %q", got, want)
 	}
 }
+
+// pausingReads is a real store whose Tunnel call, once armed, waits until
+// released: it holds a save's tunnel sync just before it writes an item,
+// after the host's commit.
+type pausingReads struct {
+	*embedded.Store
+	mu      sync.Mutex
+	armed   bool
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (s *pausingReads) Tunnel(ctx context.Context, owner, name string) (*sshdeck.Tunnel, error) {
+	s.mu.Lock()
+	armed := s.armed
+	s.armed = false
+	s.mu.Unlock()
+	if armed {
+		close(s.reached)
+		<-s.release
+	}
+	return s.Store.Tunnel(ctx, owner, name)
+}
+
+// TestSaveRacingDeleteLeavesNoTunnels: a save of a host commits, and its
+// item's tunnel is written only after a delete of the host has committed
+// and deleted the host's tunnels. The save's sync reads the host again
+// after its writes (settle), finds it gone, and deletes what it wrote:
+// no tunnel of the deleted host is left, autoStart or not.
+func TestSaveRacingDeleteLeavesNoTunnels(t *testing.T) {
+	ctx := context.Background()
+	db, err := embedded.Open(filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &pausingReads{Store: db, reached: make(chan struct{}), release: make(chan struct{})}
+	svc := NewService(store, store, secret.NewSealer(keyring), nil)
+	body := func(port int) *Input {
+		return &Input{Name: "web", IP: "10.0.0.5", Username: "deploy",
+			TunnelConnections: []TunnelInput{{SourcePort: 3000, EndpointPort: port, EndpointHost: "web"}}}
+	}
+	rec, err := svc.Create(ctx, "usr_a", body(8000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.mu.Lock()
+	store.armed = true
+	store.mu.Unlock()
+	saved := make(chan error, 1)
+	go func() {
+		_, err := svc.Update(ctx, "usr_a", rec.ID, body(8001), nil)
+		saved <- err
+	}()
+	<-store.reached
+	if err := svc.Delete(ctx, "usr_a", rec.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(store.release)
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	ts, err := db.Tunnels(ctx, "usr_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ts {
+		t.Errorf("tunnel %q (port %d) left after its host was deleted", x.Name, x.Spec.EndpointPort)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/hosts"
@@ -271,4 +272,46 @@ func TestJumpHostCredentialsRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	provePath(t, w.path(2))
+}
+
+// TestHostTunnelRecreated: a host's saves drop its tunnelConnection and
+// add another in its place between two heartbeats of the replica running
+// it. The record is deleted and created again, at generation 1 as the one
+// running was: the replica renews its lease on the new record, and must
+// restart with the new item (its port) rather than go on with the old.
+func TestHostTunnelRecreated(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	opts := tunneltest.Options("a")
+	// Heartbeats far apart, so that both saves fall between two of them;
+	// the lease outlives a heartbeat missed on a busy machine.
+	opts.Heartbeat, opts.LeaseTTL = 3*time.Second, 10*time.Second
+	opts.Hosts = w.Hosts()
+	m := tunnel.NewManager(w.Store, w.Sealer, opts)
+	m.Start()
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	svc := hostsOf(w)
+	saveHost(t, svc, owner, rootHost(w, "web", &w.Endpoint.Port))
+	before, after := sshdtest.FreePort(t), sshdtest.FreePort(t)
+	src := rootHost(w, "src", &w.Source.Port)
+	src.TunnelConnections = []hosts.TunnelInput{item(w, before, "web", true)}
+	id := saveHost(t, svc, owner, src)
+	name := sshdeck.HostTunnelName(id, 0)
+	waitFor(t, m, name, "connected", state(sshdeck.TunnelConnected))
+	if g := generation(t, w, name); g != 1 {
+		t.Fatalf("tunnel %q runs at generation %d; this test needs 1", name, g)
+	}
+
+	src.TunnelConnections = nil
+	update(t, svc, id, src)
+	src.TunnelConnections = []hosts.TunnelInput{item(w, after, "web", true)}
+	update(t, svc, id, src)
+	if g := generation(t, w, name); g != 1 {
+		t.Fatalf("tunnel %q written again at generation %d; this test needs 1", name, g)
+	}
+	sshdtest.WaitPort(t, after, false)
+	sshdtest.WaitPort(t, before, true)
+	waitFor(t, m, name, "connected on the new port", state(sshdeck.TunnelConnected))
+	if err := sshdtest.RoundTrip(after, 1<<10); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -518,11 +519,23 @@ func (m *Manager) heartbeat() {
 		case !t.Run:
 			m.stopRun(k)
 			m.release(m.loopCtx, t)
-		case t.Generation != r.tunnel.Generation:
+		case !sameRecord(t, r.tunnel):
 			m.stopRun(k)
 			m.resume(t)
 		}
 	}
+}
+
+// sameRecord tells whether t, as a lease renewal read it, is still the
+// record that run started from. The generation alone cannot tell: a
+// record deleted and created again (a host's saves dropping its
+// tunnelConnection and adding another in its place, between two
+// heartbeats) starts again at generation 1, which the run may have too,
+// and its lease is free for the renewal to take. CreatedAt tells the two
+// apart wherever the clock ticked between them; the spec wherever what
+// the run would do differs, whatever the clock.
+func sameRecord(t, run *sshdeck.Tunnel) bool {
+	return t.Generation == run.Generation && t.CreatedAt.Equal(run.CreatedAt) && reflect.DeepEqual(t.Spec, run.Spec)
 }
 
 // reconcile starts the autoStart tunnels that no live replica runs, and

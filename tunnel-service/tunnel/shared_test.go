@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -205,4 +206,176 @@ func TestSharedPortConflict(t *testing.T) {
 	if n := len(clients(t, w.Source)); n != 1 {
 		t.Errorf("%d connections to the source, want 1", n)
 	}
+}
+
+// connectAll connects the requests at once, so that their attempts ask
+// the pool for the same connections together, and waits until every one
+// is connected.
+func connectAll(t *testing.T, m *tunnel.Manager, reqs []*tunnel.ConnectRequest) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, req := range reqs {
+		wg.Go(func() { connect(t, m, req) })
+	}
+	wg.Wait()
+	for _, req := range reqs {
+		waitFor(t, m, req.Name, "connected", state(sshdeck.TunnelConnected))
+	}
+}
+
+// retryingAfter waits until the tunnel has failed since it was connected
+// and waits for, or makes, its next attempt; its status then still says
+// why it failed.
+func retryingAfter(t *testing.T, m *tunnel.Manager, name, what string) tunnel.Status {
+	t.Helper()
+	return waitFor(t, m, name, "retrying or waiting after "+what, func(st tunnel.Status) bool {
+		return (st.Status == sshdeck.TunnelRetrying || st.Status == sshdeck.TunnelWaiting) && st.RetryCount >= 1
+	})
+}
+
+// holdsOne checks that s has one connection, held by the process holding
+// it (this test, or the sshd of the hop before it) as Holds says.
+func holdsOne(t *testing.T, s *sshdtest.Server, what string, heldBy func(pid int) bool) {
+	t.Helper()
+	if pids := clients(t, s); len(pids) != 1 || !heldBy(pids[0]) {
+		t.Errorf("%s (%s) has connections from %v, want one from the hop before it", what, s.Addr, pids)
+	}
+}
+
+// TestSharedJumpHost: tunnels whose sources sit behind one bastion ride
+// one connection to it (and one to the source inside it, and one to the
+// endpoint inside that); the bastion dies, and every tunnel fails naming
+// it and retries on its own; it comes back, and so do they, on one
+// connection again.
+func TestSharedJumpHost(t *testing.T) {
+	w := newChainWorld(t)
+	m := w.Manager("a")
+	const tunnels = 10
+	reqs, ports := make([]*tunnel.ConnectRequest, tunnels), make([]int, tunnels)
+	for i := range reqs {
+		ports[i] = sshdtest.FreePort(t)
+		reqs[i] = w.request(fmt.Sprintf("bastion-%d", i), 1, ports[i])
+		// Retries enough to outlast the bastion's restart on a busy
+		// machine: this test is about sharing, not running out.
+		reqs[i].MaxRetries = tunneltest.Ptr(1000)
+	}
+	connectAll(t, m, reqs)
+	roundTrips(t, ports)
+	if got := m.Dials(); got != 3 {
+		t.Errorf("%d connections dialled for %d tunnels, want 3 (the bastion's, the source's, the endpoint's)", got, tunnels)
+	}
+	bastion := w.jumps[0]
+	oneConnection := func() {
+		t.Helper()
+		holdsOne(t, bastion, "the bastion", func(pid int) bool { return pid == os.Getpid() })
+		holdsOne(t, w.source, "the source", bastion.Holds)
+		holdsOne(t, w.Endpoint, "the endpoint", w.source.Holds)
+		if n := m.Conns(); n != 3 {
+			t.Errorf("the pool holds %d connections, want 3", n)
+		}
+	}
+	oneConnection()
+
+	bastion.Kill()
+	prefix := fmt.Sprintf("jump host 1 (%s): ", bastion.Addr)
+	for _, req := range reqs {
+		st := retryingAfter(t, m, req.Name, "the bastion died")
+		if st.ErrorType == nil || *st.ErrorType != sshdeck.TunnelErrNetwork || !strings.HasPrefix(st.Reason, prefix) {
+			t.Errorf("%s after the bastion died: %+v, want a network failure naming it (%q…)", req.Name, st, prefix)
+		}
+	}
+	bastion.Restart()
+	for _, req := range reqs {
+		waitFor(t, m, req.Name, "connected again", state(sshdeck.TunnelConnected))
+	}
+	roundTrips(t, ports)
+	oneConnection()
+}
+
+// TestSharedEndpointRestart: the endpoint's sshd dies alone under 20
+// tunnels on one shared connection to it; the source's stays up, every
+// tunnel retries, and all come back on one connection to each.
+func TestSharedEndpointRestart(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	m := w.Manager("a")
+	const tunnels = 20
+	reqs, ports := make([]*tunnel.ConnectRequest, tunnels), make([]int, tunnels)
+	for i := range reqs {
+		ports[i] = sshdtest.FreePort(t)
+		reqs[i] = w.Request(fmt.Sprintf("endpoint-%d", i), ports[i])
+		reqs[i].MaxRetries, reqs[i].RetryInterval = tunneltest.Ptr(1000), tunneltest.Ptr(100)
+	}
+	connectAll(t, m, reqs)
+	roundTrips(t, ports)
+	holdsOne(t, w.Source, "the source", func(pid int) bool { return pid == os.Getpid() })
+	holdsOne(t, w.Endpoint, "the endpoint", w.Source.Holds)
+
+	w.Endpoint.Kill()
+	prefix := "endpoint " + w.Endpoint.Addr + ": "
+	for _, req := range reqs {
+		st := retryingAfter(t, m, req.Name, "the endpoint died")
+		if st.ErrorType == nil || *st.ErrorType != sshdeck.TunnelErrNetwork || !strings.HasPrefix(st.Reason, prefix) {
+			t.Errorf("%s after the endpoint died: %+v, want a network failure naming it (%q…)", req.Name, st, prefix)
+		}
+	}
+	w.Endpoint.Restart()
+	for _, req := range reqs {
+		waitFor(t, m, req.Name, "connected again", state(sshdeck.TunnelConnected))
+	}
+	roundTrips(t, ports)
+	holdsOne(t, w.Source, "the source", func(pid int) bool { return pid == os.Getpid() })
+	holdsOne(t, w.Endpoint, "the endpoint", w.Source.Holds)
+}
+
+// TestSharedSourceHangs: the source stops answering (its sshd and every
+// session of it frozen) under several tunnels on one connection to it.
+// Its keepalives find it dead, naming it, not the endpoint inside it whose
+// keepalives go unanswered too; every tunnel retries, and all come back
+// once it answers again.
+func TestSharedSourceHangs(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	m := w.Manager("a") // keepalives every 500 ms, 3 misses: dead in 1.5 s
+	const tunnels = 8
+	reqs, ports := make([]*tunnel.ConnectRequest, tunnels), make([]int, tunnels)
+	for i := range reqs {
+		ports[i] = sshdtest.FreePort(t)
+		reqs[i] = w.Request(fmt.Sprintf("hang-%d", i), ports[i])
+		reqs[i].MaxRetries, reqs[i].RetryInterval = tunneltest.Ptr(1000), tunneltest.Ptr(200)
+	}
+	connectAll(t, m, reqs)
+	roundTrips(t, ports)
+
+	w.Source.Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			w.Source.Thaw()
+		}
+	}()
+	// The first failure is the keepalives'; a retry meanwhile, whose
+	// handshake the frozen sshd never answers, fails on its own timeout
+	// and may be what a later tunnel's status says, naming the source too.
+	prefix := "source " + w.Source.Addr
+	keepalives := 0
+	for _, req := range reqs {
+		st := retryingAfter(t, m, req.Name, "the source froze")
+		t.Logf("%s: %s", req.Name, st.Reason)
+		if st.ErrorType == nil || *st.ErrorType != sshdeck.TunnelErrTimeout || !strings.HasPrefix(st.Reason, prefix) {
+			t.Errorf("%s after the source froze: %+v, want a timeout naming it (%q…)", req.Name, st, prefix)
+		}
+		if strings.Contains(st.Reason, "keepalives unanswered") {
+			keepalives++
+		}
+	}
+	if keepalives == 0 {
+		t.Error("no tunnel's failure was the source's keepalives")
+	}
+	w.Source.Thaw()
+	thawed = true
+	for _, req := range reqs {
+		waitFor(t, m, req.Name, "connected again", state(sshdeck.TunnelConnected))
+	}
+	roundTrips(t, ports)
+	holdsOne(t, w.Source, "the source", func(pid int) bool { return pid == os.Getpid() })
+	holdsOne(t, w.Endpoint, "the endpoint", w.Source.Holds)
 }
