@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
+	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
@@ -138,4 +139,49 @@ func TestStoppedTunnelsForgotten(t *testing.T) {
 	}
 	c.advance(2 * time.Hour)
 	sshdtest.WaitUntil(t, "the second sweep", func() bool { return !names()["connected"] })
+}
+
+// TestStoppedHostTunnelsKept: a host's tunnel that is not autoStart waits,
+// stopped, for a connect by name as long as its host lists it: the sweep
+// of stopped tunnels keeps it past 24 h. One whose host went without it
+// (a crash between the host's delete and its tunnels') is forgotten.
+func TestStoppedHostTunnelsKept(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	c := &clock{now: time.Now()}
+	opts := tunneltest.Options("a")
+	opts.Now, opts.Hosts = c.Now, w.Hosts()
+	m := tunnel.NewManager(w.Store, w.Sealer, opts)
+	m.Start()
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	ctx := context.Background()
+	svc := hostsOf(w)
+	saveHost(t, svc, owner, rootHost(w, "web", &w.Endpoint.Port))
+	kept, gone := rootHost(w, "kept", &w.Source.Port), rootHost(w, "gone", &w.Source.Port)
+	kept.TunnelConnections = []hosts.TunnelInput{item(w, sshdtest.FreePort(t), "web", false)}
+	gone.TunnelConnections = []hosts.TunnelInput{item(w, sshdtest.FreePort(t), "web", false)}
+	keptName := sshdeck.HostTunnelName(saveHost(t, svc, owner, kept), 0)
+	goneID := saveHost(t, svc, owner, gone)
+	goneName := sshdeck.HostTunnelName(goneID, 0)
+	// The host deleted from the store alone, as a crash after the host's
+	// delete and before its tunnels' leaves it.
+	if err := w.Store.DeleteHost(ctx, owner, goneID, 0); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(name string) bool {
+		_, err := w.Store.Tunnel(ctx, owner, name)
+		return err == nil
+	}
+	if !stored(keptName) || !stored(goneName) {
+		t.Fatal("the host tunnels were not written")
+	}
+	c.advance(25 * time.Hour)
+	sshdtest.WaitUntil(t, "the sweep to forget "+goneName, func() bool { return !stored(goneName) })
+	if !stored(keptName) {
+		t.Fatalf("%s, its host's item, was forgotten by the sweep", keptName)
+	}
+	// And it still starts by name.
+	if err := m.Connect(ctx, owner, &tunnel.ConnectRequest{Name: keptName}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, keptName, "connected", state(sshdeck.TunnelConnected))
 }

@@ -71,7 +71,8 @@ type Options struct {
 	// a request is 400.
 	Hosts Hosts
 	// ForgetAfter is how long a tunnel that is neither to run nor
-	// autoStart is kept after it stopped (24 h); SweepEvery how often the
+	// autoStart is kept after it stopped (24 h; a host's tunnel, as long
+	// as its host lists it); SweepEvery how often the
 	// replica looks for such tunnels to forget, at a reconcile (1 h).
 	ForgetAfter time.Duration
 	SweepEvery  time.Duration
@@ -606,6 +607,9 @@ func (m *Manager) sweep(now time.Time) {
 		return
 	}
 	for _, t := range ts {
+		if t.Spec.HostTunnel && !m.hostTunnelGone(t) {
+			continue
+		}
 		err := m.store.DeleteTunnel(m.loopCtx, t.Owner, t.Name, t.Generation)
 		switch code := sshdeck.ErrorCode(err); {
 		case err == nil:

@@ -195,6 +195,17 @@ func checkName(name string) error {
 	return nil
 }
 
+// hostTunnelGone reports whether a stopped host tunnel's host or item is
+// gone. The sweep forgets stopped tunnels after ForgetAfter, but a host
+// tunnel is its host's item: it lives as long as the host lists it (an
+// item without autoStart waits, stopped, for a connect by name), and goes
+// with the item. This is also how one whose host was deleted without its
+// tunnels (a crash between the two writes, shared/hosts) goes in the end.
+func (m *Manager) hostTunnelGone(t *sshdeck.Tunnel) bool {
+	_, _, f := m.hops(m.loopCtx, t.Owner, t.Name, &t.Spec, sshdeck.TunnelCredentials{})
+	return f != nil && f.forget
+}
+
 // forget deletes a host tunnel whose host or item is gone, at the
 // generation it ran: a save of the host since (a new generation) keeps it.
 func (m *Manager) forget(t *sshdeck.Tunnel, why string) {
