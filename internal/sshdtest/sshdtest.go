@@ -781,10 +781,18 @@ func FreePort(t testing.TB) int {
 // a shared SSH connection from the source's sshd to the endpoint's, which
 // then holds it for as long as it lives and refuses the endpoint's listen
 // on it (a port conflict no retry mends).
+//
+// A port is handed out once per process: a port is free only until its
+// taker listens on it, and 50 tunnels connected at once would otherwise
+// draw the same one now and then (as likely as two of 50 people sharing a
+// birthday, among ~20000 days).
 func FindFreePort() (int, error) {
 	low := ephemeralLow()
 	for range 200 {
 		port := 10000 + mrand.IntN(low-10000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			l.Close()
@@ -793,6 +801,9 @@ func FindFreePort() (int, error) {
 	}
 	return 0, fmt.Errorf("sshdtest: no free port between 10000 and %d", low)
 }
+
+// handedOut holds the ports FindFreePort returned.
+var handedOut sync.Map
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's
 // default 32768 when it cannot be read).
