@@ -581,12 +581,23 @@ func TestAPISchemasAreTheTypes(t *testing.T) {
 	}
 
 	req := schemas["ConnectRequest"].Value
-	if want := []string{"endpointPort", "name", "sourcePort"}; !slices.Equal(slices.Sorted(slices.Values(req.Required)), want) {
+	if want := []string{"name"}; !slices.Equal(req.Required, want) {
 		t.Errorf("ConnectRequest requires %q, want %q", req.Required, want)
 	}
-	// Each side: its host's id, or its address and user name.
+	// A body is a host tunnel's name alone, or a tunnel: its ports and
+	// each side, by its host's id or its address and user name.
+	if len(req.AnyOf) != 2 {
+		t.Fatalf("ConnectRequest has %d alternatives, want 2 (a name alone, a tunnel)", len(req.AnyOf))
+	}
+	if alone := req.AnyOf[0].Value; alone.MaxProps == nil || *alone.MaxProps != 1 {
+		t.Errorf("ConnectRequest's first alternative is not the name alone (maxProperties 1)")
+	}
+	tun := req.AnyOf[1].Value
+	if want := []string{"endpointPort", "sourcePort"}; !slices.Equal(slices.Sorted(slices.Values(tun.Required)), want) {
+		t.Errorf("a tunnel's body requires %q, want %q", tun.Required, want)
+	}
 	var sides [][][]string
-	for _, s := range req.AllOf {
+	for _, s := range tun.AllOf {
 		var alternatives [][]string
 		for _, alt := range s.Value.AnyOf {
 			alternatives = append(alternatives, alt.Value.Required)
