@@ -53,7 +53,7 @@ func (e *env) connectLatency(ctx context.Context, o report.Options, p *ports, n 
 		if err != nil {
 			return nil, err
 		}
-		ssh, took, err := e.startOpenSSH(ctx, port)
+		ssh, took, err := e.startOpenSSH(ctx, port, sshRun{})
 		if err != nil {
 			return nil, err
 		}

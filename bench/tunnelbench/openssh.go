@@ -16,13 +16,14 @@ import (
 )
 
 // openSSH is OpenSSH doing a tunnel's job through the same sshd pair: what
-// the contract says a tunnel replaces, `ssh -R endpointPort:localhost:
-// sourcePort endpoint` run on the source, is here
+// a relay tunnel replaces is
 //
 //	ssh -F <config> -J source -R 127.0.0.1:EP:127.0.0.1:SP endpoint -N
 //
 // run on this machine: the connection to the endpoint rides in one to the
-// source, as a tunnel's does.
+// source, as a relay tunnel's does. What a direct tunnel replaces (issue
+// 19), `ssh -R … endpoint` run on the source itself, is the same without
+// -J: this machine is the source (the echo service listens here).
 type openSSH struct {
 	cmd    *exec.Cmd
 	config string
@@ -30,9 +31,19 @@ type openSSH struct {
 	exited chan struct{}
 }
 
+// sshRun says how OpenSSH runs a tunnel.
+type sshRun struct {
+	// oneHop is `ssh -R … endpoint` as run on the source, without -J.
+	oneHop bool
+	// cipher is forced on every hop (Ciphers in the config, which the
+	// ProxyJump ssh reads too: it gets -F); "" leaves OpenSSH's defaults.
+	cipher string
+}
+
 // sshConfig writes the ssh_config (-F) naming both hosts, with their host
-// keys in a known_hosts file and nothing asked of anyone.
-func (e *env) sshConfig() (string, error) {
+// keys in a known_hosts file and nothing asked of anyone; cipher, unless
+// empty, is the only one either host may be reached with.
+func (e *env) sshConfig(cipher string) (string, error) {
 	known := filepath.Join(e.dir, "known_hosts")
 	var k strings.Builder
 	for _, s := range []struct {
@@ -43,6 +54,10 @@ func (e *env) sshConfig() (string, error) {
 	}
 	if err := os.WriteFile(known, []byte(k.String()), 0o644); err != nil {
 		return "", err
+	}
+	name, ciphers := "ssh_config", ""
+	if cipher != "" {
+		name, ciphers = name+"-"+cipher, "  Ciphers "+cipher+"\n"
 	}
 	host := func(name string, port int) string {
 		return fmt.Sprintf(`Host %s
@@ -56,17 +71,18 @@ func (e *env) sshConfig() (string, error) {
   StrictHostKeyChecking yes
   BatchMode yes
   ExitOnForwardFailure yes
-`, name, port, e.keyFile, known)
+%s`, name, port, e.keyFile, known, ciphers)
 	}
-	path := filepath.Join(e.dir, "ssh_config")
+	path := filepath.Join(e.dir, name)
 	text := "# Written by bench/tunnelbench.\n" + host("source", e.source.Port) + host("endpoint", e.endpoint.Port)
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-// startOpenSSH starts the ssh -J -R tunnel and returns once the endpoint
-// port accepts connections, with how long that took from the start of ssh.
-func (e *env) startOpenSSH(ctx context.Context, endpointPort int) (*openSSH, time.Duration, error) {
-	config, err := e.sshConfig()
+// startOpenSSH starts the ssh -J -R tunnel (ssh -R with how.oneHop) and
+// returns once the endpoint port accepts connections, with how long that
+// took from the start of ssh.
+func (e *env) startOpenSSH(ctx context.Context, endpointPort int, how sshRun) (*openSSH, time.Duration, error) {
+	config, err := e.sshConfig(how.cipher)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -76,9 +92,12 @@ func (e *env) startOpenSSH(ctx context.Context, endpointPort int) (*openSSH, tim
 		return nil, 0, err
 	}
 	defer logFile.Close()
-	o.cmd = exec.Command("ssh", "-F", config, "-J", "source",
-		"-R", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", endpointPort, e.echo.Port),
-		"-N", "endpoint")
+	args := []string{"-F", config}
+	if !how.oneHop {
+		args = append(args, "-J", "source")
+	}
+	args = append(args, "-R", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", endpointPort, e.echo.Port), "-N", "endpoint")
+	o.cmd = exec.Command("ssh", args...)
 	o.cmd.Stdout, o.cmd.Stderr = logFile, logFile
 	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	began := time.Now()
@@ -102,7 +121,7 @@ func (e *env) startOpenSSH(ctx context.Context, endpointPort int) (*openSSH, tim
 	if err != nil {
 		o.stop()
 		out, _ := os.ReadFile(o.log)
-		return nil, 0, fmt.Errorf("ssh -J source -R %d: %w\n%s", endpointPort, err, out)
+		return nil, 0, fmt.Errorf("ssh %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return o, took, nil
 }

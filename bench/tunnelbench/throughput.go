@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,15 +16,136 @@ import (
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
-// path is one way to the echo service.
+// sameCipher is the cipher of every like-for-like comparison: the first of
+// x/crypto's preferences, so the one the tunnel service negotiates with
+// its defaults (which the bench checks in sshd's log rather than assumes),
+// and forced on OpenSSH's client, whose own first choice is ChaCha20.
+const sameCipher = "aes128-gcm@openssh.com"
+
+// path is one way to the echo service, up for the runs.
 type path struct {
 	name string
 	port int
 	// clientPids are the processes of the tunnel's client side besides
-	// this one (OpenSSH's two ssh), whose CPU is counted.
+	// this one (OpenSSH's ssh), whose CPU is the tunnel's.
 	clientPids []int
+	// service says the tunnel runs in this process (the tunnel service):
+	// its CPU is this process's beyond what the raw TCP path costs it (the
+	// streams' generation, hashing and echo, alike for every path).
+	service bool
+	// cipher is what every SSH connection of the path must have
+	// negotiated; "" accepts whatever each side's defaults give.
+	cipher     string
+	negotiated []string // what sshd logged, "software: cipher"
+	stop       func()
+}
+
+// contender starts one path. Adding a way to carry the streams (issue 19's
+// direct mode: a tunnel connected with Mode "direct", against the
+// "OpenSSH ssh -R, one hop" path) is one such function and its line in
+// contenders, and its goal a line in comparisons.
+type contender func(ctx context.Context, e *env, p *ports) (*path, error)
+
+// Row names, which comparisons refer to.
+const (
+	rawTCP        = "raw TCP"
+	opensshJump   = "OpenSSH ssh -J source -R"
+	sshdeckRelay  = "sshdeck relay"
+	opensshOneHop = "OpenSSH ssh -R, one hop (as on the source)"
+	sshdeckDirect = "sshdeck direct"
+	opensshJumpD  = "OpenSSH ssh -J source -R, OpenSSH's default cipher"
+)
+
+// contenders are the paths in the order of the table.
+var contenders = []contender{
+	func(ctx context.Context, e *env, p *ports) (*path, error) {
+		return &path{name: rawTCP, port: e.echo.Port, stop: func() {}}, nil
+	},
+	openSSHPath(opensshJump, sshRun{cipher: sameCipher}),
+	relayPath,
+	openSSHPath(opensshOneHop, sshRun{oneHop: true, cipher: sameCipher}),
+	openSSHPath(opensshJumpD, sshRun{}),
+}
+
+// comparison is a ratio the section reports: path's throughput over ref's
+// in the same runs, with a goal when it has one.
+type comparison struct {
+	what      string
+	path, ref string
+	goal      float64 // the least ratio, 0 when none
+}
+
+var comparisons = []comparison{
+	{"same cipher", sshdeckRelay, opensshJump, 1.0},
+	{"same cipher", sshdeckDirect, opensshOneHop, 0.95},
+	{"each side's defaults", sshdeckRelay, opensshJumpD, 0},
+}
+
+// openSSHPath is OpenSSH's client doing the tunnel's job (openssh.go).
+func openSSHPath(name string, how sshRun) contender {
+	return func(ctx context.Context, e *env, p *ports) (*path, error) {
+		port, err := p.get()
+		if err != nil {
+			return nil, err
+		}
+		off := e.logOffsets()
+		ossh, _, err := e.startOpenSSH(ctx, port, how)
+		if err != nil {
+			return nil, err
+		}
+		return &path{name: name, port: port, clientPids: descendants(ossh.cmd.Process.Pid),
+			cipher: how.cipher, negotiated: e.negotiatedSince(off), stop: ossh.stop}, nil
+	}
+}
+
+// relayPath is an sshdeck tunnel in relay mode, connected through the
+// tunnel service's HTTP API with the service's defaults.
+func relayPath(ctx context.Context, e *env, p *ports) (*path, error) {
+	return e.sshdeckPath(ctx, p, sshdeckRelay, e.request("throughput-relay", 0))
+}
+
+// sshdeckPath connects req (its endpoint port set here) and waits until
+// its endpoint port accepts.
+func (e *env) sshdeckPath(ctx context.Context, p *ports, name string, req *tunnel.ConnectRequest) (_ *path, err error) {
+	port, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	req.EndpointPort = &port
+	stream, err := e.openStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stream.close()
+	off := e.logOffsets()
+	if err := e.post(ctx, "/ssh/tunnel/connect", req); err != nil {
+		return nil, err
+	}
+	stop := func() { e.disconnect(context.Background(), req.Name) }
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	if err := stream.wait(ctx, req.Name, sshdeck.TunnelConnected); err != nil {
+		return nil, err
+	}
+	if err := waitListening(ctx, port, listenPatience); err != nil {
+		return nil, err
+	}
+	return &path{name: name, port: port, service: true, cipher: sameCipher, negotiated: e.negotiatedSince(off), stop: stop}, nil
+}
+
+// logOffsets are where both sshd logs end now.
+func (e *env) logOffsets() [2]int { return [2]int{len(e.source.Log()), len(e.endpoint.Log())} }
+
+// negotiatedSince is what the connections logged by either sshd since off
+// negotiated.
+func (e *env) negotiatedSince(off [2]int) []string {
+	return append(negotiated(e.source.Log(), off[0]), negotiated(e.endpoint.Log(), off[1])...)
 }
 
 // sample is one measurement of one path.
@@ -34,64 +157,50 @@ type sample struct {
 }
 
 type throughputResult struct {
-	sz      sizes
-	paths   []string
-	single  map[string][]sample
-	multi   map[string][]sample
-	ciphers map[string][]string // path → what sshd logged it negotiated
+	sz         sizes
+	gomaxprocs int
+	paths      []*path
+	single     map[string][]sample
+	multi      map[string][]sample
 }
 
 // throughput carries sz.single bytes in one stream, then sz.streams
 // streams of sz.each bytes at once, through each path, sz.reps times,
 // the paths taking turns so that a change in the machine's load touches
-// them alike.
+// them alike. Every path is up for all the runs, through the same sshd
+// pair, on the same cores (no pinning: the tunnel, its client and both
+// sshd share the machine's, as they would on one host).
 func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz sizes, profiles string) (*throughputResult, error) {
-	srcLog, dstLog := len(e.source.Log()), len(e.endpoint.Log())
-	sshPort, err := p.get()
-	if err != nil {
-		return nil, err
-	}
-	ossh, _, err := e.startOpenSSH(ctx, sshPort)
-	if err != nil {
-		return nil, err
-	}
-	defer ossh.stop()
-	r := &throughputResult{sz: sz, single: map[string][]sample{}, multi: map[string][]sample{}, ciphers: map[string][]string{}}
-	r.ciphers["OpenSSH"] = append(negotiated(e.source.Log(), srcLog), negotiated(e.endpoint.Log(), dstLog)...)
-
-	srcLog, dstLog = len(e.source.Log()), len(e.endpoint.Log())
-	tunnelPort, err := p.get()
-	if err != nil {
-		return nil, err
-	}
-	stream, err := e.openStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer stream.close()
-	if err := e.post(ctx, "/ssh/tunnel/connect", e.request("throughput", tunnelPort)); err != nil {
-		return nil, err
-	}
-	if err := stream.wait(ctx, "throughput", sshdeck.TunnelConnected); err != nil {
-		return nil, err
-	}
-	defer e.disconnect(context.Background(), "throughput")
-	if err := waitListening(ctx, tunnelPort, listenPatience); err != nil {
-		return nil, err
-	}
-	r.ciphers["sshdeck"] = append(negotiated(e.source.Log(), srcLog), negotiated(e.endpoint.Log(), dstLog)...)
-
-	paths := []path{
-		{name: "raw TCP", port: e.echo.Port},
-		{name: "OpenSSH", port: sshPort, clientPids: descendants(ossh.cmd.Process.Pid)},
-		{name: "sshdeck", port: tunnelPort},
-	}
-	for _, pt := range paths {
-		r.paths = append(r.paths, pt.name)
+	r := &throughputResult{sz: sz, gomaxprocs: runtime.GOMAXPROCS(0), single: map[string][]sample{}, multi: map[string][]sample{}}
+	defer func() {
+		for _, pt := range r.paths {
+			pt.stop()
+		}
+	}()
+	var relay *path
+	for _, start := range contenders {
+		pt, err := start(ctx, e, p)
+		if err != nil {
+			return nil, err
+		}
+		r.paths = append(r.paths, pt)
+		if pt.cipher != "" {
+			if len(pt.negotiated) == 0 {
+				return nil, fmt.Errorf("%s: sshd logged no connection of it, so no cipher to check", pt.name)
+			}
+			for _, n := range pt.negotiated {
+				if !strings.HasSuffix(n, ": "+pt.cipher) {
+					return nil, fmt.Errorf("%s negotiated %s, not %s: the comparison would not be like with like", pt.name, list(pt.negotiated), pt.cipher)
+				}
+			}
+		}
+		if pt.name == sshdeckRelay {
+			relay = pt
+		}
 	}
 	sshd := []int{e.source.Pid(), e.endpoint.Pid()}
 	for rep := range sz.reps {
-		for _, pt := range paths {
+		for _, pt := range r.paths {
 			s, err := measure(ctx, pt, sshd, 1, sz.single)
 			if err != nil {
 				return nil, fmt.Errorf("%s, one stream: %w", pt.name, err)
@@ -105,7 +214,7 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 			o.Logf("tunnel: run %d/%d %s: one stream %.0f MB/s, %d streams %.0f MB/s", rep+1, sz.reps, pt.name, s.mbps, sz.streams, m.mbps)
 		}
 	}
-	if profiles != "" {
+	if profiles != "" && relay != nil {
 		f, err := os.Create(filepath.Join(profiles, "tunnel-cpu.pprof"))
 		if err != nil {
 			return nil, err
@@ -114,8 +223,8 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return nil, err
 		}
-		_, err1 := measure(ctx, paths[2], sshd, 1, sz.single)
-		_, err2 := measure(ctx, paths[2], sshd, sz.streams, sz.each)
+		_, err1 := measure(ctx, relay, sshd, 1, sz.single)
+		_, err2 := measure(ctx, relay, sshd, sz.streams, sz.each)
 		pprof.StopCPUProfile()
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("profiled run: %v %v", err1, err2)
@@ -127,7 +236,7 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 // measure carries n streams of each bytes at once to the echo through pt,
 // every stream checked (sshdtest.RoundTrip: sent, echoed, SHA-256
 // compared).
-func measure(ctx context.Context, pt path, sshd []int, n int, each int64) (sample, error) {
+func measure(ctx context.Context, pt *path, sshd []int, n int, each int64) (sample, error) {
 	if err := ctx.Err(); err != nil {
 		return sample{}, err
 	}
@@ -155,47 +264,120 @@ func measure(ctx context.Context, pt path, sshd []int, n int, each int64) (sampl
 	}, nil
 }
 
+func mbps(s sample) float64 { return s.mbps }
+
+// cipherNames are the ciphers of negotiated ("software: cipher"), once each.
+func cipherNames(negotiated []string) []string {
+	var out []string
+	for _, n := range negotiated {
+		if i := strings.LastIndex(n, ": "); i >= 0 {
+			n = n[i+2:]
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// tunnelCPU is the CPU seconds per GiB of the tunnel's own client side:
+// OpenSSH's ssh processes, or the tunnel service's share of this process
+// (its CPU beyond the raw TCP path's in the same runs).
+func (r *throughputResult) tunnelCPU(samples map[string][]sample, pt *path) float64 {
+	if pt.service {
+		return median(samples[pt.name], func(s sample) float64 { return s.selfCPU }) -
+			median(samples[rawTCP], func(s sample) float64 { return s.selfCPU })
+	}
+	return median(samples[pt.name], func(s sample) float64 { return s.clientCPU })
+}
+
+func (r *throughputResult) path(name string) *path {
+	for _, pt := range r.paths {
+		if pt.name == name {
+			return pt
+		}
+	}
+	return nil
+}
+
 func (r *throughputResult) section() report.Section {
-	var tables []report.Table
-	for _, k := range []struct {
+	loads := []struct {
 		what    string
 		samples map[string][]sample
 	}{
 		{"one stream of " + size(r.sz.single), r.single},
 		{fmt.Sprintf("%d streams of %s at once (aggregate)", r.sz.streams, size(r.sz.each)), r.multi},
-	} {
-		t := report.Table{Header: []string{k.what, "MB/s each way (median)", "min–max", "× OpenSSH", "CPU s/GiB: bench process", "ssh clients", "both sshd"}}
-		ossh := median(k.samples["OpenSSH"], func(s sample) float64 { return s.mbps })
-		for _, name := range r.paths {
-			ss := k.samples[name]
-			mbps := func(s sample) float64 { return s.mbps }
+	}
+	var tables []report.Table
+	for _, l := range loads {
+		t := report.Table{Header: []string{l.what, "cipher", "MB/s each way (median)", "min–max", "CPU s/GiB: the tunnel's client side", "both sshd", "bench process"}}
+		for _, pt := range r.paths {
+			ss := l.samples[pt.name]
 			lo, hi := spread(ss, mbps)
-			ratio := median(ss, mbps) / ossh
-			client := fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.clientCPU }))
-			if name != "OpenSSH" {
-				client = "–"
+			client, cipher := fmt.Sprintf("%.2f", r.tunnelCPU(l.samples, pt)), pt.cipher
+			switch {
+			case pt.name == rawTCP:
+				client, cipher = "–", "–"
+			case cipher == "":
+				cipher = "defaults: " + list(cipherNames(pt.negotiated))
 			}
-			t.Add(name, fmt.Sprintf("%.0f", median(ss, mbps)), fmt.Sprintf("%.0f–%.0f", lo, hi), fmt.Sprintf("%.2f", ratio),
-				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.selfCPU })), client,
-				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.sshdCPU })))
+			t.Add(pt.name, cipher, fmt.Sprintf("%.0f", median(ss, mbps)), fmt.Sprintf("%.0f–%.0f", lo, hi), client,
+				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.sshdCPU })),
+				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.selfCPU })))
 		}
 		tables = append(tables, t)
+	}
+	goals := report.Table{Header: []string{"comparison", "× one stream", fmt.Sprintf("× %d streams", r.sz.streams), "CPU s/GiB, one stream: tunnel / reference", "goal"}}
+	for _, c := range comparisons {
+		pt, ref := r.path(c.path), r.path(c.ref)
+		goal := "–"
+		if c.goal > 0 {
+			goal = fmt.Sprintf("≥ %.2f×", c.goal)
+		}
+		if pt == nil || ref == nil {
+			goals.Add(fmt.Sprintf("%s against %s (%s)", c.path, c.ref, c.what), "not measured", "not measured", "–", goal+": no "+c.path+" path yet")
+			continue
+		}
+		one := median(r.single[pt.name], mbps) / median(r.single[ref.name], mbps)
+		many := median(r.multi[pt.name], mbps) / median(r.multi[ref.name], mbps)
+		if c.goal > 0 {
+			verdict := "met"
+			if one < c.goal || many < c.goal {
+				verdict = "not met"
+			}
+			goal += ": **" + verdict + "**"
+		}
+		goals.Add(fmt.Sprintf("%s against %s (%s)", pt.name, ref.name, c.what), fmt.Sprintf("%.2f", one), fmt.Sprintf("%.2f", many),
+			fmt.Sprintf("%.2f / %.2f", r.tunnelCPU(r.single, pt), r.tunnelCPU(r.single, ref)), goal)
+	}
+	tables = append(tables, goals)
+	var neg []string
+	for _, pt := range r.paths {
+		if pt.name != rawTCP {
+			neg = append(neg, pt.name+": "+list(pt.negotiated))
+		}
 	}
 	return report.Section{
 		Title:   "Tunnels: throughput",
 		Command: command,
 		Text: fmt.Sprintf(`Bytes carried to the echo service (on the source's side) and back, through: raw TCP
 straight to the echo port; OpenSSH, `+"`ssh -F <config> -J source -R 127.0.0.1:EP:127.0.0.1:SP endpoint -N`"+`
-(what the contract says a tunnel replaces, through the same sshd pair); and an sshdeck
-tunnel, connected through the tunnel service's HTTP API. Every stream sends n random bytes,
-half-closes, and checks that the echo brings back the same (SHA-256). MB/s is 10^6 bytes a
-second each way (n sent and n received at once); the median of %d runs, the paths taking turns.
-The bench process is the client of every path (and the sshdeck tunnel's service); its CPU
-includes generating and hashing the streams, the same for every path. CPU is user + system
-seconds per GiB carried each way.
+(what a relay tunnel replaces, through the same sshd pair); an sshdeck relay tunnel,
+connected through the tunnel service's HTTP API; OpenSSH `+"`ssh -R`"+` without -J, as run on
+the source itself (what a direct tunnel replaces); and the first OpenSSH path again with
+OpenSSH's default cipher. Every SSH path but the last runs %s on every connection: forced
+on OpenSSH's client (`+"`Ciphers`"+` in its config, read by the ProxyJump ssh too), x/crypto's
+first choice on sshdeck's; the bench stops if sshd's log shows anything else. Every stream sends
+n random bytes, half-closes, and checks that the echo brings back the same (SHA-256). MB/s
+is 10^6 bytes a second each way (n sent and n received at once); the median of %d runs, the
+paths taking turns, all up at once over the same two sshd, the same data sizes and the same
+cores (GOMAXPROCS %d, no pinning). CPU is user + system seconds per GiB carried each way. The
+tunnel's client side is OpenSSH's ssh processes (/proc/<pid>/stat), or for sshdeck the tunnel
+service: the bench process's CPU (getrusage) beyond what the raw TCP runs cost it, which is
+the streams' generation, hashing and echo, alike on every path.
 
 Negotiated (sshd's DEBUG1 log, client → server cipher of each SSH connection):
-OpenSSH: %s. sshdeck: %s.`, r.sz.reps, list(r.ciphers["OpenSSH"]), list(r.ciphers["sshdeck"])),
+%s.`, "`"+sameCipher+"`", r.sz.reps, r.gomaxprocs, strings.Join(neg, ". ")),
 		Tables: tables,
 	}
 }

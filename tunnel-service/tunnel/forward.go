@@ -187,7 +187,7 @@ func pipe(a, b net.Conn) {
 	wg.Add(2)
 	half := func(dst, src net.Conn) {
 		defer wg.Done()
-		_, err := io.Copy(dst, src)
+		err := copyPooled(dst, src)
 		if hc, ok := dst.(halfCloser); ok && err == nil {
 			hc.CloseWrite()
 			return
@@ -201,4 +201,44 @@ func pipe(a, b net.Conn) {
 	wg.Wait()
 	a.Close()
 	b.Close()
+}
+
+// copyBufferSize is an SSH channel's largest packet (x/crypto's and
+// OpenSSH's 32 KiB): a read from a channel returns what its packets
+// brought, and a write of that much goes out as one packet.
+const copyBufferSize = 32 << 10
+
+// copyBuffers are the buffers of the directions being copied. A
+// connection takes one per direction for as long as it carries bytes, so
+// an idle tunnel holds none, and a busy service reuses them rather than
+// allocating 64 KiB per connection (io.Copy's two buffers) for the GC to
+// reclaim.
+var copyBuffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
+
+// copyPooled is io.Copy through a pooled buffer, with the loop written out
+// rather than io.CopyBuffer's: that one hands the copy to src.WriteTo or
+// dst.ReadFrom when either has one (a *net.TCPConn's allocate, or go
+// through splice where the other side is no socket), and the relay's
+// sides may be any net.Conn. Its error is nil when src ended (io.EOF).
+func copyPooled(dst io.Writer, src io.Reader) error {
+	buf := copyBuffers.Get().(*[copyBufferSize]byte)
+	defer copyBuffers.Put(buf)
+	for {
+		n, err := src.Read(buf[:])
+		if n > 0 {
+			w, werr := dst.Write(buf[:n])
+			if werr != nil {
+				return werr
+			}
+			if w != n {
+				return io.ErrShortWrite
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
