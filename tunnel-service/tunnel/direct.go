@@ -121,7 +121,11 @@ func (r *runner) startClient(ctx context.Context, n *node, ep *hop) (*direct, *f
 		return nil, d.cause()
 	case <-timer.C:
 		d.kill()
-		return nil, fail(sshdeck.TunnelErrTimeout, true, nil, "%s: ssh on the source did not set up the forward within %s", ep.name, startTimeout(dl.timeout))
+		f := fail(sshdeck.TunnelErrTimeout, true, nil, "%s: ssh on the source did not set up the forward within %s", ep.name, startTimeout(dl.timeout))
+		if lines := d.out.last(); len(lines) > 0 {
+			f.msg += "; its last words: " + clip(lines[len(lines)-1])
+		}
+		return nil, f
 	case <-ctx.Done():
 		d.kill()
 		return nil, fail(sshdeck.TunnelErrUnknown, false, ctx.Err(), "stopped")

@@ -8,6 +8,10 @@ import (
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
 )
 
+// directUser is the source user of the direct tests that log in to the
+// source with a password: a user with a shell and a home of its own.
+const directUser = "sshdeck-direct"
+
 // eachMode runs test in a World of its own for each tunnel mode: the
 // fault tests hold for relay and direct tunnels alike.
 func eachMode(t *testing.T, test func(t *testing.T, w *tunneltest.World)) {

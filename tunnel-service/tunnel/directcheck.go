@@ -100,7 +100,8 @@ func (m *Manager) checkDirect(ctx context.Context, owner string, spec *sshdeck.T
 	case status == 127 || (v == nil && bytes.Contains(out.Bytes(), []byte("not found"))):
 		return check.Invalid("mode direct: %s has no ssh command on its user's PATH: a direct tunnel runs OpenSSH's client (%d.%d or later) there", source, minOpenSSH[0], minOpenSSH[1])
 	case v == nil:
-		return check.Invalid("mode direct: the ssh command of %s is not OpenSSH's client (ssh -V names no OpenSSH version), which a direct tunnel runs", source)
+		said, _, _ := bytes.Cut(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+		return check.Invalid("mode direct: %s did not run OpenSSH's client, which a direct tunnel runs: ssh -V named no OpenSSH version (exit status %d, %q)", source, status, clip(string(said)))
 	}
 	major, _ := strconv.Atoi(string(v[1]))
 	minor, _ := strconv.Atoi(string(v[2]))

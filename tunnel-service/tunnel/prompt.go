@@ -67,8 +67,9 @@ func (o *clientOutput) Write(p []byte) (int, error) {
 		o.line(string(o.partial[:maxLineSize]))
 		o.partial = o.partial[:0]
 	}
-	// A prompt ends without a line end: what is left is the whole of it.
-	if o.prompt != "" && string(o.partial) == o.prompt {
+	// A prompt ends without a line end: what is left is the whole of it,
+	// after the carriage return readpassphrase(3) writes first.
+	if o.prompt != "" && string(bytes.TrimLeft(o.partial, "\r")) == o.prompt {
 		o.partial = o.partial[:0]
 		o.answer()
 	}
