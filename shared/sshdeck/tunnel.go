@@ -103,6 +103,34 @@ type TunnelSpec struct {
 	// taken over by another replica when theirs dies.
 	AutoStart bool `json:"autoStart"`
 	IsPinned  bool `json:"isPinned"`
+	// Mode is who carries the bytes: the service (relay, the default) or
+	// OpenSSH's client run on the source (direct). Empty is relay: every
+	// record written before modes existed is one.
+	Mode TunnelMode `json:"mode,omitempty"`
+}
+
+// TunnelMode is how a tunnel carries its connections.
+type TunnelMode string
+
+const (
+	// TunnelRelay: the service holds SSH to the source and, through it, to
+	// the endpoint, and copies every connection between them.
+	TunnelRelay TunnelMode = "relay"
+	// TunnelDirect: the service runs `ssh -N -R` on the source over its
+	// SSH connection there, and only supervises it; the bytes go source →
+	// endpoint on one hop.
+	TunnelDirect TunnelMode = "direct"
+)
+
+// Direct reports whether the spec is a direct tunnel's.
+func (s *TunnelSpec) Direct() bool { return s.Mode == TunnelDirect }
+
+// ModeOrRelay is the spec's mode, with the default (empty) spelled out.
+func (s *TunnelSpec) ModeOrRelay() TunnelMode {
+	if s.Mode == "" {
+		return TunnelRelay
+	}
+	return s.Mode
 }
 
 // TunnelCredentials are a tunnel's secrets in plaintext, in memory only:

@@ -10,6 +10,10 @@
 // 127.0.0.1:endpointPort, and carries every connection made there to the
 // source's 127.0.0.1:sourcePort: the effect of `ssh -R` run on the source.
 //
+// A direct tunnel ("mode": "direct") instead runs OpenSSH's own client on
+// the source, ssh -N -R, in an exec session of the source's connection,
+// and only supervises it: its bytes never pass through the service.
+//
 // Tunnels share SSH connections, as OpenSSH's ControlMaster does: those of
 // one owner that reach a host through the same hops with the same logins
 // ride one connection to it, at every hop (pool.go, node.go). A tunnel's
@@ -41,6 +45,17 @@
 //     address and the path to it;
 //   - forward.go: a tunnel's remote forward on the endpoint's (shared)
 //     connection and the copying of each connection;
+//   - link.go: what an attempt holds while its tunnel is up, whatever the
+//     mode;
+//   - direct.go: a direct tunnel's client on the source, its session, pty
+//     and end, and the probe of the endpoint's host key through the source;
+//   - directcmd.go: the client's command line, every argument quoted;
+//   - agent.go: the agent a source connection forwards, holding one
+//     tunnel's key while its client logs in;
+//   - prompt.go: the client's output: the password prompt answered once,
+//     the line that says the forward is up;
+//   - directfail.go: a client's end classified from what it said;
+//   - directcheck.go: the connect-time check that the source can run it;
 //   - keepalive.go: dead-peer detection, per connection;
 //   - failure.go: why an attempt failed, and whether a retry may mend it;
 //   - runner.go: one tunnel's state machine, with its retries;

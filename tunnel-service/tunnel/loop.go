@@ -75,28 +75,29 @@ func (r *runner) run(ctx context.Context) *sshdeck.TunnelStatus {
 // What it sets up it stops without defer (a panic ends the process
 // anyway).
 func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Duration) {
-	fw, f := r.connect(ctx)
+	l, f := r.connect(ctx)
 	if f != nil {
 		return f, 0
 	}
 	r.reportConnected(retries)
 	since := r.now()
 	stable := time.NewTimer(r.stableAfter)
-	f = r.serve(ctx, fw.node.done, stable.C, retries)
+	f = r.serve(ctx, l.down(), stable.C, retries)
 	if f == nil && ctx.Err() == nil {
-		f = fw.node.cause()
+		f = l.cause()
 	}
 	stable.Stop()
-	r.disconnect(fw)
+	r.disconnect(l)
 	return f, r.now().Sub(since)
 }
 
-// serve is the tunnel's goroutine while it is up: it waits for the
-// endpoint's connection to end (down: the pool's goroutine serving it
-// closes it, after serving the connection's peers, the forwarded
-// connections and the keepalives, for every tunnel on it), for ctx, and
+// serve is the tunnel's goroutine while it is up: it waits for the link
+// to end (down: for a relay tunnel, the endpoint's connection, which the
+// pool's goroutine serving it closes, after serving the connection's
+// peers, the forwarded connections and the keepalives, for every tunnel
+// on it; for a direct one, its client on the source), for ctx, and
 // for stable, which fires once the tunnel has been up for stableAfter.
-// It returns nil: attempt asks the connection why it ended.
+// It returns nil: attempt asks the link why it ended.
 func (r *runner) serve(ctx context.Context, down <-chan struct{}, stable <-chan time.Time, retries int) *failure {
 	for {
 		select {

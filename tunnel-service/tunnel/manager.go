@@ -297,6 +297,11 @@ func (m *Manager) Connect(ctx context.Context, owner string, req *ConnectRequest
 	if err := m.dialer.checkAllowed(ctx, dst.ipField(), spec.Endpoint.IP, true); err != nil {
 		return err
 	}
+	if spec.Direct() {
+		if err := m.checkDirect(ctx, owner, &spec, &creds); err != nil {
+			return err
+		}
+	}
 	spec, creds = referencing(orig, spec, creds)
 	sealed, err := sealTunnel(ctx, m.sealer, owner, name, creds)
 	if err != nil {

@@ -49,6 +49,10 @@ type node struct {
 	// forwards are the remote forwards asked on this connection (an
 	// endpoint's), by port: whose forwarded-tcpip channels are whose.
 	forwards map[uint32]*forward
+
+	// agent is the forwarded agent of the direct tunnels' clients on this
+	// connection (a source's): agent.go.
+	agent agentSlot
 }
 
 // serve is the connection's goroutine until the connection ends.
@@ -103,6 +107,10 @@ func (n *node) kill(f *failure) {
 // names, and refuses any other channel: one for a port no tunnel forwards
 // is spurious, and RFC 4254 says to refuse it.
 func (n *node) dispatch(nc ssh.NewChannel) {
+	if nc.ChannelType() == agentChannelType {
+		go n.agent.serve(nc)
+		return
+	}
 	if nc.ChannelType() != "forwarded-tcpip" {
 		refuseChannel(nc)
 		return

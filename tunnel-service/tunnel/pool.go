@@ -123,6 +123,7 @@ func (p *pool) get(ctx context.Context, owner string, parent *node, h *hop, solo
 	n := p.conns[k]
 	if n == nil {
 		n = &node{key: k, parent: parent, what: h.name, jump: h.jump, ready: make(chan struct{}), done: make(chan struct{})}
+		n.agent.init()
 		n.keeper.misses, n.keeper.every = p.misses, p.keepalive
 		if parent != nil {
 			parent.refs++

@@ -71,6 +71,8 @@ type ConnectRequest struct {
 	RetryInterval *int `json:"retryInterval"` // ms
 	AutoStart     bool `json:"autoStart"`
 	IsPinned      bool `json:"isPinned"`
+	// Mode is "relay" (empty: the default) or "direct" (direct.go).
+	Mode string `json:"mode"`
 
 	// Jumps is the chain of jump hosts the source is reached through,
 	// first hop first (TunnelSpec.Jumps). No client sends it: the service
@@ -213,7 +215,12 @@ func (req *ConnectRequest) parse(floor time.Duration, maxJumps int) (name string
 		err = check.Invalid("name %q is reserved: no URL path can hold it", req.Name)
 		return
 	}
+	mode, err := parseMode(req.Mode)
+	if err != nil {
+		return
+	}
 	spec = sshdeck.TunnelSpec{
+		Mode:       mode,
 		HostName:   req.HostName,
 		MaxRetries: check.OrDefault(req.MaxRetries, sshdeck.DefaultTunnelRetries),
 		AutoStart:  req.AutoStart,
@@ -263,6 +270,19 @@ func (req *ConnectRequest) parse(floor time.Duration, maxJumps int) (name string
 		err = sshdeck.Errorf(sshdeck.TooLarge, "the credentials of the tunnel's %d hosts add up to over %d KiB", len(creds.Jumps)+2, maxSecrets>>10)
 	}
 	return req.Name, spec, creds, err
+}
+
+// parseMode checks a request's mode. Relay is stored as empty, as every
+// tunnel before modes existed was, so that a relay tunnel's record is the
+// same whether or not its request named the mode.
+func parseMode(mode string) (sshdeck.TunnelMode, error) {
+	switch sshdeck.TunnelMode(mode) {
+	case "", sshdeck.TunnelRelay:
+		return "", nil
+	case sshdeck.TunnelDirect:
+		return sshdeck.TunnelDirect, nil
+	}
+	return "", check.Invalid("mode must be relay or direct")
 }
 
 func secretsSize(c *sshdeck.TunnelCredentials) int {

@@ -82,11 +82,15 @@ func (r *runner) failed(state sshdeck.TunnelState, retries int, f *failure) sshd
 // connect reads the hops when the spec references stored hosts, then
 // acquires the connections of every hop (the jump hosts, the source, the
 // endpoint) from the pool, which dials those it does not have, and sets
-// up the forward on the endpoint's.
-func (r *runner) connect(ctx context.Context) (*forward, *failure) {
+// up the forward on the endpoint's; a direct tunnel's instead starts its
+// client on the source's (direct.go).
+func (r *runner) connect(ctx context.Context) (link, *failure) {
 	spec, creds, f := r.hops(ctx)
 	if f != nil {
 		return nil, f
+	}
+	if r.spec.Direct() {
+		return r.connectDirect(ctx, spec, &creds)
 	}
 	n, err := r.pool.acquire(ctx, r.owner, newPath(spec, &creds))
 	if err != nil {
@@ -100,11 +104,10 @@ func (r *runner) connect(ctx context.Context) (*forward, *failure) {
 	return fw, nil
 }
 
-// disconnect stops the forward and lets go of the connections, which
-// close if no other tunnel rides them.
-func (r *runner) disconnect(fw *forward) {
-	fw.close()
-	r.pool.release(fw.node)
+// disconnect stops the link and lets go of the connections, which close
+// if no other tunnel rides them.
+func (r *runner) disconnect(l link) {
+	l.stop(r.pool)
 }
 
 func (r *runner) reportConnected(retries int) {

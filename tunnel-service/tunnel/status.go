@@ -28,7 +28,9 @@ type Status struct {
 	EndpointPort     int                  `json:"endpointPort"`
 	AutoStart        bool                 `json:"autoStart"`
 	IsPinned         bool                 `json:"isPinned"`
-	UpdatedAt        time.Time            `json:"updatedAt"`
+	// Mode is relay or direct; never empty.
+	Mode      sshdeck.TunnelMode `json:"mode"`
+	UpdatedAt time.Time          `json:"updatedAt"`
 }
 
 // newStatus renders a stored tunnel at now. A running tunnel whose lease
@@ -49,6 +51,7 @@ func newStatus(t *sshdeck.Tunnel, now time.Time) Status {
 		EndpointPort:     t.Spec.EndpointPort,
 		AutoStart:        t.Spec.AutoStart,
 		IsPinned:         t.Spec.IsPinned,
+		Mode:             t.Spec.ModeOrRelay(),
 		UpdatedAt:        st.UpdatedAt,
 	}
 	if st.Error != "" {

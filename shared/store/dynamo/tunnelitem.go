@@ -116,7 +116,9 @@ func decodeSealedJumps(f fields) []sshdeck.SealedCredentials {
 // nanoseconds), autoStart, isPinned (BOOL), and the references to stored
 // hosts, each absent when unset: sourceHostId, endpointHostId (N),
 // endpointHost (S), hostTunnel (BOOL; added within version 2, so their
-// absence means a spec that holds every hop, as every one before them).
+// absence means a spec that holds every hop, as every one before them),
+// and mode (S, absent for relay: added within version 2, so its absence
+// means what it always did).
 func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 	a := map[string]types.AttributeValue{
 		"hostName":      str(s.HostName),
@@ -142,6 +144,9 @@ func specAttrs(s *sshdeck.TunnelSpec) map[string]types.AttributeValue {
 	if s.HostTunnel {
 		a["hostTunnel"] = boolean(true)
 	}
+	if s.Mode != "" {
+		a["mode"] = str(string(s.Mode))
+	}
 	return a
 }
 
@@ -164,6 +169,7 @@ func decodeSpec(f fields) sshdeck.TunnelSpec {
 		EndpointHostID: f.int64("endpointHostId"),
 		EndpointHost:   f.str("endpointHost"),
 		HostTunnel:     f.bool("hostTunnel"),
+		Mode:           sshdeck.TunnelMode(f.str("mode")),
 	}
 }
 

@@ -347,6 +347,9 @@ type tunnelSpecRecord struct {
 	EndpointHostID int64  `json:"endpointHostId,omitempty"`
 	EndpointHost   string `json:"endpointHost,omitempty"`
 	HostTunnel     bool   `json:"hostTunnel,omitempty"`
+	// Mode was added within schema 6, left out when empty: a record
+	// without it is a relay tunnel's, which every record before it was.
+	Mode string `json:"mode,omitempty"`
 }
 
 type tunnelHopRecord struct {
@@ -414,6 +417,7 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 			EndpointHostID: t.Spec.EndpointHostID,
 			EndpointHost:   t.Spec.EndpointHost,
 			HostTunnel:     t.Spec.HostTunnel,
+			Mode:           string(t.Spec.Mode),
 		},
 		Sealed: tunnelSealedRecord{
 			Jumps:    mapSlice(t.Sealed.Jumps, sealedRecordOf),
@@ -457,6 +461,7 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 			EndpointHostID: r.Spec.EndpointHostID,
 			EndpointHost:   r.Spec.EndpointHost,
 			HostTunnel:     r.Spec.HostTunnel,
+			Mode:           sshdeck.TunnelMode(r.Spec.Mode),
 		},
 		Sealed: sshdeck.SealedTunnelCredentials{
 			Jumps:    mapSlice(r.Sealed.Jumps, sealedRecord.credentials),

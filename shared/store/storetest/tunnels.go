@@ -46,6 +46,7 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 			EndpointHostID: int64(50 + seed),
 			EndpointHost:   fmt.Sprintf("db-%d", seed),
 			HostTunnel:     true,
+			Mode:           sshdeck.TunnelDirect,
 		},
 		// Bytes that a store converting through text would mangle.
 		Sealed: sshdeck.SealedTunnelCredentials{
@@ -87,6 +88,7 @@ func nextTunnel(t *sshdeck.Tunnel) *sshdeck.Tunnel {
 	n.Spec.Source.HostKey, n.Spec.AutoStart, n.Spec.IsPinned = "", false, false
 	n.Spec.Endpoint.HostID = 0
 	n.Spec.SourceHostID, n.Spec.EndpointHostID, n.Spec.EndpointHost, n.Spec.HostTunnel = 0, 0, "", false
+	n.Spec.Mode = ""
 	n.Sealed.Source.Key, n.Sealed.Source.KeyPassword = nil, nil
 	n.Sealed.Endpoint = sshdeck.SealedCredentials{}
 	n.Run = false

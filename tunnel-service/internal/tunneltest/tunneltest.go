@@ -28,6 +28,9 @@ type World struct {
 	EchoPort         int
 	Store            *embedded.Store
 	Sealer           *secret.Sealer
+	// Mode is the mode of the tunnels Request asks for: empty (relay, the
+	// default) or "direct".
+	Mode string
 }
 
 // NewWorld starts a World; it stops when the test ends.
@@ -106,6 +109,7 @@ func (w *World) Request(name string, endpointPort int) *tunnel.ConnectRequest {
 		EndpointPort:     &endpointPort,
 		MaxRetries:       Ptr(3),
 		RetryInterval:    Ptr(100),
+		Mode:             w.Mode,
 	}
 }
 
