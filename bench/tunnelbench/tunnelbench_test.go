@@ -41,7 +41,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, table := range tp.Tables[:2] {
 		rows := rowsByName(t, table)
-		for _, name := range []string{rawTCP, opensshJump, sshdeckRelay, opensshOneHop, opensshJumpD} {
+		for _, name := range []string{rawTCP, opensshJump, sshdeckRelay, opensshOneHop, opensshJumpD, sshdeckDirect, opensshOneHopD} {
 			row, ok := rows[name]
 			if !ok {
 				t.Errorf("%s: no row %q", table.Header[0], name)
@@ -51,7 +51,11 @@ func TestQuick(t *testing.T) {
 			if name != rawTCP {
 				// The same cipher on both sides of a comparison, or the
 				// row says it runs each side's defaults.
-				if want := sameCipher; name != opensshJumpD && row[1] != want {
+				want := sameCipher
+				if name == sshdeckDirect || name == opensshOneHopD {
+					want = defaultCipher // both sides OpenSSH's client
+				}
+				if name != opensshJumpD && row[1] != want {
 					t.Errorf("%s: %s runs %q, want %q", table.Header[0], name, row[1], want)
 				}
 				if name == opensshJumpD && !strings.HasPrefix(row[1], "defaults: ") {
@@ -71,7 +75,7 @@ func TestQuick(t *testing.T) {
 		positive(t, name+" × one stream", row[1])
 		positive(t, name+" × streams", row[2])
 	}
-	for _, name := range []string{opensshJump, sshdeckRelay, opensshOneHop} {
+	for _, name := range []string{opensshJump, sshdeckRelay, opensshOneHop, sshdeckDirect, opensshOneHopD} {
 		if !strings.Contains(tp.Text, name+": OpenSSH_") && !strings.Contains(tp.Text, name+": Go: ") {
 			t.Errorf("throughput text names no negotiated cipher for %q:\n%s", name, tp.Text)
 		}
