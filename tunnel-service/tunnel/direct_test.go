@@ -196,3 +196,48 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// TestDirectSourceCannot: a source that cannot run a direct tunnel's
+// client for another reason than a missing ssh is a 400 at connect time too,
+// naming what is missing: an OpenSSH too old for KnownHostsCommand (an ssh
+// on the PATH that says it is 7.4), and an sshd that grants no session
+// (MaxSessions 0: forwarding only) to run it in.
+func TestDirectSourceCannot(t *testing.T) {
+	w := tunneltest.NewWorld(t)
+	w.Mode = "direct"
+	signer, err := ssh.ParsePrivateKey([]byte(w.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := w.Manager("a")
+	old := t.TempDir()
+	// What ssh -V of OpenSSH 7.4 writes, on stderr; sshd runs it as root,
+	// which reads this directory whoever made it.
+	script := "#!/bin/sh\necho 'OpenSSH_7.4p1, OpenSSL 1.0.2k-fips  26 Jan 2017' >&2\n"
+	if err := os.WriteFile(filepath.Join(old, "ssh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		options []string
+		want    []string // what the error names
+	}{
+		{"old OpenSSH", []string{"SetEnv PATH=" + old + ":/usr/bin:/bin"}, []string{"OpenSSH 7.4", "8.5"}},
+		{"no session", []string{"MaxSessions 0"}, []string{"refused a session"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			source := sshdtest.Start(t, sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}, Options: c.options})
+			req := w.Request(strings.ReplaceAll(c.name, " ", "-"), sshdtest.FreePort(t))
+			req.SourceSSHPort = &source.Port
+			err := m.Connect(context.Background(), owner, req)
+			if sshdeck.ErrorCode(err) != sshdeck.Invalid {
+				t.Fatalf("Connect: %v, want invalid", err)
+			}
+			for _, s := range c.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("Connect: %v, want it to name %q", err, s)
+				}
+			}
+		})
+	}
+}
