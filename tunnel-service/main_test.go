@@ -131,16 +131,7 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	hosts := sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{pub}}
 	source, endpoint := sshdtest.Start(t, hosts), sshdtest.Start(t, hosts)
 	echo := sshdtest.StartEcho(t)
-	db, keys := dynamotest.Start(t), kmstest.Start(t)
-	store := dynamo.New(db.Client, db.Table)
-	admin := auth.NewAdmin(store, nil, nil)
-	if _, err := admin.AddUser(t.Context(), "alice", false); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := admin.CreateToken(t.Context(), "alice", "test", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, keys, store, token := aliceInTheCloud(t)
 	env := append(os.Environ(), db.Env()...)
 	env = append(env, "SSHDECK_KMS_KEY_ID="+keys.KeyID, "AWS_ENDPOINT_URL_KMS="+keys.URL, "SSHDECK_TUNNEL_LEASE_TTL=1500ms")
 
@@ -212,16 +203,7 @@ func TestStoredHostsOverDynamoDB(t *testing.T) {
 	cfg := sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{pub}}
 	jump, source, endpoint := sshdtest.Start(t, cfg), sshdtest.Start(t, cfg), sshdtest.Start(t, cfg)
 	echo := sshdtest.StartEcho(t)
-	db, keys := dynamotest.Start(t), kmstest.Start(t)
-	store := dynamo.New(db.Client, db.Table)
-	admin := auth.NewAdmin(store, nil, nil)
-	if _, err := admin.AddUser(t.Context(), "alice", false); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := admin.CreateToken(t.Context(), "alice", "test", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, keys, store, token := aliceInTheCloud(t)
 	alice := mustUser(t, store)
 	svc := hosts.NewService(store, store, secret.NewSealer(secret.NewKMSKeyring(keys.Client(), keys.KeyID)), nil)
 	save := func(name string, port int, hops ...sshdeck.JumpHost) int64 {
@@ -316,4 +298,21 @@ func TestDockerfile(t *testing.T) {
 	if f.Machine != elf.EM_AARCH64 {
 		t.Errorf("machine %v, want arm64 (Fargate Graviton)", f.Machine)
 	}
+}
+
+// aliceInTheCloud starts DynamoDB (minidyn) and KMS (a fake), and makes the
+// user alice and a token of hers in the table.
+func aliceInTheCloud(t *testing.T) (*dynamotest.Server, *kmstest.Server, *dynamo.Store, string) {
+	t.Helper()
+	db, keys := dynamotest.Start(t), kmstest.Start(t)
+	store := dynamo.New(db.Client, db.Table)
+	admin := auth.NewAdmin(store, nil, nil)
+	if _, err := admin.AddUser(t.Context(), "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := admin.CreateToken(t.Context(), "alice", "test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, keys, store, token
 }

@@ -35,17 +35,24 @@ func (s *racingStore) Host(ctx context.Context, owner string, id int64) (*sshdec
 
 func newService(t *testing.T) (*Service, *embedded.Store) {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := embedded.Open(filepath.Join(dir, "db"))
+	store, sealer := openStore(t)
+	return NewService(store, store, sealer, nil), store
+}
+
+// openStore opens a fresh embedded store, closed when the test ends, and
+// a sealer of a key of its own.
+func openStore(t *testing.T) (*embedded.Store, *secret.Sealer) {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(dir, "key"))
+	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewService(store, store, secret.NewSealer(keyring), nil), store
+	return store, secret.NewSealer(keyring)
 }
 
 func TestUpdateGivesUpAfterLosingEveryRace(t *testing.T) {

@@ -3,13 +3,11 @@ package hosts
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
@@ -45,17 +43,9 @@ func (s *pausingStore) Tunnels(ctx context.Context, owner string) ([]*sshdeck.Tu
 // the tunnels that the host, as stored, has again.
 func TestConcurrentSavesKeepTunnels(t *testing.T) {
 	ctx := context.Background()
-	db, err := embedded.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, sealer := openStore(t)
 	store := &pausingStore{Store: db, reached: make(chan struct{}), release: make(chan struct{})}
-	svc := NewService(store, store, secret.NewSealer(keyring), func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
+	svc := NewService(store, store, sealer, func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
 	body := func(items int) *Input {
 		in := &Input{}
 		tcs := `[{"sourcePort":3000,"endpointPort":8000,"endpointHost":"web"},{"sourcePort":3001,"endpointPort":8001,"endpointHost":"web"},{"sourcePort":3002,"endpointPort":8002,"endpointHost":"web"}]`
@@ -148,17 +138,9 @@ func (s *pausingReads) Tunnel(ctx context.Context, owner, name string) (*sshdeck
 // no tunnel of the deleted host is left, autoStart or not.
 func TestSaveRacingDeleteLeavesNoTunnels(t *testing.T) {
 	ctx := context.Background()
-	db, err := embedded.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, sealer := openStore(t)
 	store := &pausingReads{Store: db, reached: make(chan struct{}), release: make(chan struct{})}
-	svc := NewService(store, store, secret.NewSealer(keyring), nil)
+	svc := NewService(store, store, sealer, nil)
 	body := func(port int) *Input {
 		return &Input{Name: "web", IP: "10.0.0.5", Username: "deploy",
 			TunnelConnections: []TunnelInput{{SourcePort: 3000, EndpointPort: port, EndpointHost: "web"}}}

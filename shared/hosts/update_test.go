@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 )
@@ -34,18 +32,10 @@ func (s *countingStore) UpdateHost(ctx context.Context, h *sshdeck.Host) error {
 // calls, with a fixed clock and its own key.
 func newCountingService(t *testing.T) (*Service, *countingStore) {
 	t.Helper()
-	store, err := embedded.Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	keyring, err := secret.NewLocalKeyring(make([]byte, secret.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, sealer := openStore(t)
 	cs := &countingStore{Store: store, calls: map[string]int{}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return NewService(cs, nil, secret.NewSealer(keyring), func() time.Time { return now }), cs
+	return NewService(cs, nil, sealer, func() time.Time { return now }), cs
 }
 
 // input is a host body as JSON, with the required fields.

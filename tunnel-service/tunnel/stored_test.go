@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/hosts"
-	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
@@ -177,16 +175,7 @@ type storedEnv struct {
 
 func newStoredEnv(t *testing.T, deny ...netip.Prefix) *storedEnv {
 	t.Helper()
-	store, err := embedded.Open(filepath.Join(t.TempDir(), "sshdeck.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	keyring, err := secret.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "secret.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer := secret.NewSealer(keyring)
+	store, sealer := tunneltest.Store(t)
 	opts := tunneltest.Options("a")
 	opts.Deny = deny
 	opts.Hosts = &hostchain.Reader{Store: store, Sealer: sealer}

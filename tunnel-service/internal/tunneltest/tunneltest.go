@@ -39,6 +39,22 @@ func NewWorld(t testing.TB) *World {
 	sshdtest.Require(t)
 	key, pub := sshdtest.NewKey(t, "")
 	cfg := sshdtest.Config{AuthorizedKeys: []ssh.PublicKey{pub}}
+	store, sealer := Store(t)
+	return &World{
+		t:        t,
+		Source:   sshdtest.Start(t, cfg),
+		Endpoint: sshdtest.Start(t, cfg),
+		Key:      key,
+		EchoPort: sshdtest.StartEcho(t),
+		Store:    store,
+		Sealer:   sealer,
+	}
+}
+
+// Store opens an embedded store and a sealer of its own key, both gone
+// when the test ends: a World's, or a test's that needs no SSH server.
+func Store(t testing.TB) (*embedded.Store, *secret.Sealer) {
+	t.Helper()
 	store, err := embedded.Open(filepath.Join(t.TempDir(), "sshdeck.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -48,15 +64,7 @@ func NewWorld(t testing.TB) *World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &World{
-		t:        t,
-		Source:   sshdtest.Start(t, cfg),
-		Endpoint: sshdtest.Start(t, cfg),
-		Key:      key,
-		EchoPort: sshdtest.StartEcho(t),
-		Store:    store,
-		Sealer:   secret.NewSealer(keyring),
-	}
+	return store, secret.NewSealer(keyring)
 }
 
 // Options are fast enough for tests and still exercise every timer.
