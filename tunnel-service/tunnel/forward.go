@@ -1,7 +1,6 @@
 package tunnel
 
 import (
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/sshdeck/sshdeck/shared/netpipe"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -118,7 +118,7 @@ func (f *forward) carry(nc ssh.NewChannel) {
 	// one that does cannot stall its connection.
 	go ssh.DiscardRequests(inReqs)
 	go ssh.DiscardRequests(outReqs)
-	pipe(in, out)
+	netpipe.Pipe(in, out)
 	f.mu.Lock()
 	delete(f.live, in)
 	f.mu.Unlock()
@@ -171,74 +171,4 @@ func (f *forward) close() {
 	}
 	f.mu.Unlock()
 	f.conns.Wait()
-}
-
-// halfCloser is a connection whose sending side closes on its own: SSH
-// channels (EOF) and TCP connections (FIN).
-type halfCloser interface {
-	CloseWrite() error
-}
-
-// pipe copies a to b and b to a. When one side finishes sending, the other
-// is told so (half-close) and may still answer; both close once both
-// directions are done.
-func pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	half := func(dst, src net.Conn) {
-		defer wg.Done()
-		err := copyPooled(dst, src)
-		if hc, ok := dst.(halfCloser); ok && err == nil {
-			hc.CloseWrite()
-			return
-		}
-		// A broken side, or one that cannot half-close: end both.
-		a.Close()
-		b.Close()
-	}
-	go half(a, b)
-	go half(b, a)
-	wg.Wait()
-	a.Close()
-	b.Close()
-}
-
-// copyBufferSize is an SSH channel's largest packet (x/crypto's and
-// OpenSSH's 32 KiB): a read from a channel returns what its packets
-// brought, and a write of that much goes out as one packet.
-const copyBufferSize = 32 << 10
-
-// copyBuffers are the buffers of the directions being copied. A
-// connection takes one per direction for as long as it carries bytes, so
-// an idle tunnel holds none, and a busy service reuses them rather than
-// allocating 64 KiB per connection (io.Copy's two buffers) for the GC to
-// reclaim.
-var copyBuffers = sync.Pool{New: func() any { return new([copyBufferSize]byte) }}
-
-// copyPooled is io.Copy through a pooled buffer, with the loop written out
-// rather than io.CopyBuffer's: that one hands the copy to src.WriteTo or
-// dst.ReadFrom when either has one (a *net.TCPConn's allocate, or go
-// through splice where the other side is no socket), and the relay's
-// sides may be any net.Conn. Its error is nil when src ended (io.EOF).
-func copyPooled(dst io.Writer, src io.Reader) error {
-	buf := copyBuffers.Get().(*[copyBufferSize]byte)
-	defer copyBuffers.Put(buf)
-	for {
-		n, err := src.Read(buf[:])
-		if n > 0 {
-			w, werr := dst.Write(buf[:n])
-			if werr != nil {
-				return werr
-			}
-			if w != n {
-				return io.ErrShortWrite
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }

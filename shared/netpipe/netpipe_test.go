@@ -1,4 +1,4 @@
-package tunnel
+package netpipe
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ type readFromTrap struct {
 }
 
 func (w *readFromTrap) ReadFrom(io.Reader) (int64, error) {
-	w.t.Error("copyPooled called ReadFrom")
+	w.t.Error("CopyPooled called ReadFrom")
 	return 0, errors.New("trap")
 }
 
@@ -26,15 +26,15 @@ type writeToTrap struct {
 }
 
 func (r writeToTrap) WriteTo(io.Writer) (int64, error) {
-	r.t.Error("copyPooled called WriteTo")
+	r.t.Error("CopyPooled called WriteTo")
 	return 0, errors.New("trap")
 }
 
 func TestCopyPooled(t *testing.T) {
 	// More than one buffer, not a multiple of it.
-	data := strings.Repeat("relay", 3*copyBufferSize/5+7)
+	data := strings.Repeat("relay", 3*BufferSize/5+7)
 	dst := &readFromTrap{t: t}
-	if err := copyPooled(dst, writeToTrap{t, strings.NewReader(data)}); err != nil {
+	if err := CopyPooled(dst, writeToTrap{t, strings.NewReader(data)}); err != nil {
 		t.Fatalf("copy to EOF: %v, want nil", err)
 	}
 	if dst.String() != data {
@@ -42,13 +42,13 @@ func TestCopyPooled(t *testing.T) {
 	}
 
 	broken := errors.New("broken")
-	if err := copyPooled(failingWriter{broken}, strings.NewReader("x")); err != broken {
+	if err := CopyPooled(failingWriter{broken}, strings.NewReader("x")); err != broken {
 		t.Errorf("write error: %v, want %v", err, broken)
 	}
-	if err := copyPooled(io.Discard, io.MultiReader(strings.NewReader("x"), failingReader{broken})); err != broken {
+	if err := CopyPooled(io.Discard, io.MultiReader(strings.NewReader("x"), failingReader{broken})); err != broken {
 		t.Errorf("read error: %v, want %v", err, broken)
 	}
-	if err := copyPooled(shortWriter{}, strings.NewReader("xy")); err != io.ErrShortWrite {
+	if err := CopyPooled(shortWriter{}, strings.NewReader("xy")); err != io.ErrShortWrite {
 		t.Errorf("short write: %v, want %v", err, io.ErrShortWrite)
 	}
 }

@@ -1,0 +1,166 @@
+package forwarding_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sshdeck/sshdeck/shared/forwarding"
+)
+
+// echoServer answers every connection with what it sent, until it
+// half-closes.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.(*net.TCPConn).CloseWrite()
+				c.Close()
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// service serves forwards over a real WebSocket, opening each connection
+// with a plain TCP dial, refusing targets named "denied.test".
+func service(t *testing.T) (url string, closeAll func()) {
+	t.Helper()
+	dial := func(ctx context.Context, target string) (net.Conn, error) {
+		if strings.HasPrefix(target, "denied.test:") {
+			return nil, forwarding.Refused(forwarding.CodeDenied, "%s is denied", target)
+		}
+		return (&net.Dialer{}).DialContext(ctx, "tcp", target)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := forwarding.Accept(r.Context(), w, r)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		conns = append(conns, conn)
+		mu.Unlock()
+		forwarding.Serve(r.Context(), conn, dial, slog.New(slog.DiscardHandler))
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + forwarding.Path, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+func dial(t *testing.T, url string) *forwarding.Session {
+	t.Helper()
+	s, _, err := forwarding.Dial(context.Background(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestParallelConnectionsCarryEveryByte(t *testing.T) {
+	url, _ := service(t)
+	s := dial(t, url)
+	target := echoServer(t)
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := s.Open(context.Background(), target)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			data := make([]byte, 64<<10+i)
+			rand.Read(data)
+			go func() {
+				c.Write(data)
+				c.(interface{ CloseWrite() error }).CloseWrite()
+			}()
+			got, err := io.ReadAll(c)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Errorf("connection %d: %d bytes back (%v), want the %d sent", i, len(got), err, len(data))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestRefusals(t *testing.T) {
+	url, _ := service(t)
+	s := dial(t, url)
+	for target, code := range map[string]string{
+		"denied.test:80":  forwarding.CodeDenied,
+		"no-port":         forwarding.CodeInvalid,
+		"127.0.0.1:70000": forwarding.CodeInvalid,
+	} {
+		_, err := s.Open(context.Background(), target)
+		var refused *forwarding.RefusedError
+		if !errors.As(err, &refused) || refused.Code != code {
+			t.Errorf("%s: %v, want a refusal %q", target, err, code)
+		}
+	}
+	// The session carries on after refusals.
+	c, err := s.Open(context.Background(), echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestSessionEnds(t *testing.T) {
+	url, closeAll := service(t)
+	s := dial(t, url)
+	target := echoServer(t)
+	c, err := s.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeAll()
+	<-s.Done()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("a connection of an ended session still reads")
+	}
+	if _, err := s.Open(context.Background(), target); !errors.Is(err, forwarding.ErrSessionClosed) {
+		t.Errorf("open on an ended session: %v, want ErrSessionClosed", err)
+	}
+}
+
+func TestSplitTarget(t *testing.T) {
+	for in, ok := range map[string]bool{
+		"db:5432": true, "[::1]:22": true, "10.0.0.1:1": true,
+		"db": false, ":22": false, "db:0": false, "db:x": false, "db:65536": false,
+	} {
+		if _, _, err := forwarding.SplitTarget(in); (err == nil) != ok {
+			t.Errorf("SplitTarget(%q): %v", in, err)
+		}
+	}
+}
