@@ -40,11 +40,13 @@ type fakeTunnel struct {
 
 	mu    sync.Mutex
 	conns []net.Conn
+	// added is closed, and replaced, when a session is added to conns.
+	added chan struct{}
 }
 
 func newFakeTunnel(t *testing.T) *fakeTunnel {
 	t.Helper()
-	ft := &fakeTunnel{}
+	ft := &fakeTunnel{added: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(ft.serve))
 	t.Cleanup(srv.Close)
 	ft.url = srv.URL
@@ -81,15 +83,32 @@ func (ft *fakeTunnel) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		ft.mu.Lock()
 		ft.conns = append(ft.conns, conn)
+		close(ft.added)
+		ft.added = make(chan struct{})
 		ft.mu.Unlock()
 		forwarding.Serve(r.Context(), conn, fakeDial, slog.New(slog.DiscardHandler))
 	}
 }
 
 // dropSessions ends every session from the service's side, as a deploy
-// or a network change would.
-func (ft *fakeTunnel) dropSessions() {
-	ft.mu.Lock()
+// or a network change would, once it serves n (a client may have its
+// session before the handler has recorded it).
+func (ft *fakeTunnel) dropSessions(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(patience)
+	for {
+		ft.mu.Lock()
+		if len(ft.conns) >= n {
+			break
+		}
+		added := ft.added
+		ft.mu.Unlock()
+		select {
+		case <-added:
+		case <-timeout:
+			t.Fatalf("the service never served %d sessions", n)
+		}
+	}
 	defer ft.mu.Unlock()
 	for _, c := range ft.conns {
 		c.Close()
@@ -362,7 +381,7 @@ func TestDroppedSessionClosesConnectionsAndReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ft.dropSessions()
+	ft.dropSessions(t, 1)
 	if _, err := io.ReadAll(inFlight); isTimeout(err) {
 		t.Error("a connection of the dropped session hangs")
 	}
@@ -384,7 +403,7 @@ func TestConnectionsDuringReconnectWaitThenClose(t *testing.T) {
 	socks := startForward(t, ft.client(), "", 300*time.Millisecond)
 
 	ft.unavailable.Store(true)
-	ft.dropSessions()
+	ft.dropSessions(t, 2)
 	local.events.waitFor(t, "reconnecting failed (the service is restarting); retrying in", 1)
 	socks.events.waitFor(t, "reconnecting failed (the service is restarting); retrying in", 1)
 
@@ -417,7 +436,7 @@ func TestRedialUnauthorizedEndsForward(t *testing.T) {
 	ft := newFakeTunnel(t)
 	fw := startForward(t, ft.client(), echoServer(t), 0)
 	ft.unauthorized.Store(true)
-	ft.dropSessions()
+	ft.dropSessions(t, 1)
 	if err := fw.result(); !IsUnauthorized(err) || !strings.Contains(err.Error(), "reconnecting") {
 		t.Errorf("the forward ended with %v, want the redial's 401", err)
 	}
