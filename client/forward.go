@@ -244,7 +244,7 @@ func (r *forwardRun) dial(ctx context.Context) (*forwarding.Session, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, forwardDialTimeout)
 	defer cancel()
-	s, resp, err := forwarding.Dial(dctx, u, c.AuthHeader())
+	s, resp, err := forwarding.Dial(dctx, c.HTTP, u, c.AuthHeader())
 	switch {
 	case err == nil:
 		return s, nil

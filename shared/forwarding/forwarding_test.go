@@ -76,7 +76,7 @@ func service(t *testing.T) (url string, closeAll func()) {
 
 func dial(t *testing.T, url string) *forwarding.Session {
 	t.Helper()
-	s, _, err := forwarding.Dial(context.Background(), url, nil)
+	s, _, err := forwarding.Dial(context.Background(), nil, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,12 @@ func Accept(ctx context.Context, w http.ResponseWriter, r *http.Request) (net.Co
 }
 
 // Dial opens the client's end of a forward: the WebSocket to url (the
-// tunnel service's Path, with its query) with header (the bearer token),
-// and the session over it. A refused upgrade returns the service's
+// tunnel service's Path, with its query) with header (the bearer token)
+// through hc (nil: http.DefaultClient; its Timeout bounds the handshake
+// alone), and the session over it. A refused upgrade returns the service's
 // answer, whose body (the contract's error body) says why.
-func Dial(ctx context.Context, url string, header http.Header) (*Session, *http.Response, error) {
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header, Subprotocols: []string{Subprotocol}})
+func Dial(ctx context.Context, hc *http.Client, url string, header http.Header) (*Session, *http.Response, error) {
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: header, Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		return nil, resp, err
 	}
