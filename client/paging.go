@@ -37,9 +37,6 @@ func pages[T any](c *Client, ctx context.Context, base, path string, query url.V
 		for next := first; next != ""; {
 			var page []T
 			h, err := c.do(ctx, call{base: base, method: "GET", path: path, next: next, out: &page})
-			if err == nil {
-				next, err = nextPage(next, h)
-			}
 			if err != nil {
 				var zero T
 				yield(zero, err)
@@ -49,6 +46,11 @@ func pages[T any](c *Client, ctx context.Context, base, path string, query url.V
 				if !yield(item, nil) {
 					return
 				}
+			}
+			if next, err = nextPage(next, h); err != nil {
+				var zero T
+				yield(zero, err)
+				return
 			}
 		}
 	}
