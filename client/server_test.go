@@ -40,8 +40,8 @@ type routeLog struct {
 }
 
 func (l *routeLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *routeLog) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *routeLog) WithGroup(string) slog.Handler           { return l }
+func (l *routeLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *routeLog) WithGroup(string) slog.Handler            { return l }
 func (l *routeLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "request" {
 		return nil
