@@ -48,6 +48,9 @@ type Error struct {
 	Message    string
 	RequestID  string
 	RetryAfter time.Duration
+	// Body is the raw answer (up to maxErrorBody), for the answers that
+	// carry more than the error: a refused import's per-item results.
+	Body []byte
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -102,10 +105,14 @@ func endpoint(base, path string, query url.Values) (string, error) {
 // call is one request: to base (BaseURL or TunnelURL) with a JSON body
 // (in, unless nil; an io.Reader is sent as it is, with contentType), and
 // the JSON answer decoded into out (unless nil). It returns the answer's
-// headers, for paging.
+// headers, for paging. header adds request headers (If-Match); next, when
+// set, is the absolute URL of a list's next page (a Link), which replaces
+// path and query.
 type call struct {
 	base, method, path string
 	query              url.Values
+	next               string
+	header             http.Header
 	in                 any
 	contentType        string
 	out                any
@@ -129,9 +136,12 @@ func (c *Client) do(ctx context.Context, k call) (http.Header, error) {
 // send sends the call and returns a 2xx answer with its body unread (the
 // caller closes it); a non-2xx answer is an *Error.
 func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
-	u, err := endpoint(k.base, k.path, k.query)
-	if err != nil {
-		return nil, err
+	u := k.next
+	if u == "" {
+		var err error
+		if u, err = endpoint(k.base, k.path, k.query); err != nil {
+			return nil, err
+		}
 	}
 	var body io.Reader
 	contentType := k.contentType
@@ -151,6 +161,9 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header = c.AuthHeader()
+	for name, values := range k.header {
+		req.Header[name] = values
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -165,6 +178,13 @@ func (c *Client) send(ctx context.Context, k call) (*http.Response, error) {
 	return resp, nil
 }
 
+// maxErrorBody bounds the error body read: the API's largest JSON answer
+// that is an error (a refused import of 1000 hosts, one result each).
+const maxErrorBody = 1 << 20
+
+// decodeJSON decodes a whole JSON body.
+func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }
+
 // ErrorOf reads a non-2xx answer's error body into an *Error. An answer
 // that is not the contract's body (a proxy's page) keeps its status line as
 // the message.
@@ -174,7 +194,8 @@ func ErrorOf(resp *http.Response) *Error {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e.Body = raw
 	if json.Unmarshal(raw, &b) == nil && b.Error != "" {
 		e.Message, e.Code = b.Error, sshdeck.Code(b.Code)
 	} else {

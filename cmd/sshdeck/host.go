@@ -1,15 +1,14 @@
 package main
 
 // sshdeck host import and sshdeck host export: the client side of
-// POST /ssh/db/host/import and GET /ssh/db/host/export, over plain
-// net/http. The import maps an ssh_config here, with the server's own
+// POST /ssh/db/host/import and GET /ssh/db/host/export, through the
+// client package. The import maps an ssh_config here, with the server's own
 // mapping (shared/sshconfig, shared/hostconfig), because only this machine
 // can read the IdentityFiles: it uploads each host's key file and sends
 // the hosts as the JSON import, whose item ids keep the references
 // between them (ProxyJump, forwards).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,14 +16,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sshdeck/sshdeck/client"
 	"github.com/sshdeck/sshdeck/shared/hostconfig"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshconfig"
@@ -35,116 +33,41 @@ import (
 // defaultURL is serve's default address.
 const defaultURL = "http://127.0.0.1:8080"
 
-// errToken is the answer to a missing token and to a 401.
-var errToken = errors.New("the token is missing, expired or revoked: set SSHDECK_TOKEN to a token of yours (sshdeck token create, or POST /auth/login)")
-
-// apiClient is the base URL and the token of the API.
-type apiClient struct {
-	url   string
-	token string
-}
-
-func newHostFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("sshdeck "+name, flag.ContinueOnError)
+func hostExportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("sshdeck host export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	base := os.Getenv("SSHDECK_URL")
-	if base == "" {
-		base = defaultURL
-	}
-	u := fs.String("url", base, "base URL of the API (SSHDECK_URL, default "+defaultURL+")")
-	return fs, u
-}
-
-func newAPIClient(base string) (*apiClient, error) {
-	token := strings.TrimSpace(os.Getenv("SSHDECK_TOKEN"))
-	if token == "" {
-		return nil, errToken
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--url %q is not an http(s) URL", base)
-	}
-	return &apiClient{url: strings.TrimSuffix(base, "/"), token: token}, nil
-}
-
-// do sends a request and returns the answer. A 401 is errToken; the caller
-// closes the body.
-func (c *apiClient) do(ctx context.Context, method, path, contentType string, body []byte) (*http.Response, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url+path, r)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		resp.Body.Close()
-		return nil, errToken
-	}
-	return resp, nil
-}
-
-// apiError is a non-2xx answer as an error: the API's message, else the
-// status.
-func apiError(resp *http.Response, body []byte) error {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return fmt.Errorf("%s %s: %s", resp.Request.Method, resp.Request.URL.Path, e.Error)
-	}
-	return fmt.Errorf("%s %s: %s", resp.Request.Method, resp.Request.URL.Path, resp.Status)
-}
-
-func hostExportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, base := newHostFlags("host export", stderr)
+	p := addProfileFlags(fs)
+	defer func() { err = p.explain(err) }()
 	format := fs.String("format", "ssh_config", "ssh_config or json")
 	creds := fs.Bool("credentials", false, "with the hosts' credentials (format json only)")
-	local := fs.String("local", "", "id of the host that stands for the machine the config is used on: its tunnels become forwards (format ssh_config)")
+	local := fs.Int64("local", 0, "id of the host that stands for the machine the config is used on: its tunnels become forwards (format ssh_config)")
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
-	c, err := newAPIClient(*base)
+	c, err := clientFor(p)
 	if err != nil {
 		return err
 	}
-	q := url.Values{"format": {*format}}
-	if *creds {
-		q.Set("credentials", "true")
-	}
-	if *local != "" {
-		q.Set("local", *local)
-	}
-	resp, err := c.do(ctx, "GET", "/ssh/db/host/export?"+q.Encode(), "", nil)
+	body, err := c.ExportHosts(ctx, client.ExportOptions{Format: *format, Credentials: *creds, Local: *local})
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, web.MaxJSONBody))
-		return apiError(resp, body)
-	}
-	_, err = io.Copy(stdout, resp.Body)
+	defer body.Close()
+	_, err = io.Copy(stdout, body)
 	return err
 }
 
-func hostImportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, base := newHostFlags("host import", stderr)
+func hostImportCommand(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("sshdeck host import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	p := addProfileFlags(fs)
+	defer func() { err = p.explain(err) }()
 	local := fs.String("local", "", "alias of the Host of the file that stands for the machine the config is used on: its forwards become tunnels")
 	rest, err := parseArgs(fs, args, 1)
 	if err != nil {
 		return err
 	}
-	c, err := newAPIClient(*base)
+	c, err := clientFor(p)
 	if err != nil {
 		return err
 	}
@@ -154,7 +77,7 @@ func hostImportCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	// The names of the stored hosts, for ProxyJump hops that name no Host
 	// of the file, as the server's ssh_config import resolves them.
-	stored, err := c.storedHosts(ctx)
+	stored, err := storedHosts(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -191,40 +114,31 @@ func hostImportCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if failed > 0 {
 		return fmt.Errorf("nothing was imported: %d of %d hosts have errors", failed, len(items))
 	}
-	body, err := json.Marshal(jsonItems(items, maxID+1))
+	list := jsonItems(items, maxID+1)
+	body, err := json.Marshal(list)
 	if err != nil {
 		return err
 	}
 	if len(body) > web.MaxJSONBody {
 		return fmt.Errorf("nothing was imported: the hosts with their keys are %d bytes, over the API's %d: import them from several files", len(body), web.MaxJSONBody)
 	}
-	resp, err := c.do(ctx, "POST", "/ssh/db/host/import", "application/json", body)
-	if err != nil {
+	res, err := c.ImportHosts(ctx, list)
+	if res == nil || len(res.Results) != len(items) {
+		if err == nil {
+			err = fmt.Errorf("POST /ssh/db/host/import: %d results for %d hosts", len(res.Results), len(items))
+		}
 		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, web.MaxJSONBody))
-	if err != nil {
-		return err
-	}
-	var res struct {
-		Error   string               `json:"error"`
-		Results []hosts.ImportResult `json:"results"`
-	}
-	if (resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusBadRequest) ||
-		json.Unmarshal(answer, &res) != nil || len(res.Results) != len(items) {
-		return apiError(resp, answer)
 	}
 	for _, r := range res.Results {
 		switch {
 		case r.Error != "":
 			failed++
 			fmt.Fprintln(stderr, itemError(cfg, items, r))
-		case resp.StatusCode == http.StatusCreated:
+		case err == nil:
 			fmt.Fprintf(stdout, "imported %s as host %d\n", items[r.Index].Input.Name, r.ID)
 		}
 	}
-	if resp.StatusCode != http.StatusCreated {
+	if err != nil {
 		return fmt.Errorf("nothing was imported: %d of %d hosts have errors", failed, len(items))
 	}
 	return nil
@@ -266,19 +180,15 @@ type storedHost struct {
 }
 
 // storedHosts are the caller's hosts, from the export (which holds no
-// credentials unless asked).
-func (c *apiClient) storedHosts(ctx context.Context) ([]storedHost, error) {
-	resp, err := c.do(ctx, "GET", "/ssh/db/host/export?format=json", "", nil)
+// credentials unless asked, where the list would open them all).
+func storedHosts(ctx context.Context, c *client.Client) ([]storedHost, error) {
+	body, err := c.ExportHosts(ctx, client.ExportOptions{Format: "json"})
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, web.MaxJSONBody))
-		return nil, apiError(resp, body)
-	}
+	defer body.Close()
 	var list []storedHost
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+	if err := json.NewDecoder(body).Decode(&list); err != nil {
 		return nil, fmt.Errorf("GET /ssh/db/host/export: %w", err)
 	}
 	return list, nil

@@ -10,7 +10,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
+
+	"github.com/sshdeck/sshdeck/client"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
@@ -36,10 +40,27 @@ Usage:
         [--action-url URL --action-text LABEL] [--data DIR | --table TABLE]
   sshdeck alert list [--data DIR | --table TABLE]
   sshdeck alert delete ID [--data DIR | --table TABLE]
-  sshdeck host import FILE [--local ALIAS] [--url URL]   (FILE an OpenSSH
-        client config, - for stdin; each IdentityFile's key is uploaded)
-  sshdeck host export [--format ssh_config|json] [--credentials]
-        [--local ID] [--url URL]
+  sshdeck login --url URL [--tunnel-url URL] [--profile NAME] [--user NAME]
+        [--token-stdin]   (the password, and a TOTP code when the user has
+        one, asked on the terminal or read one line each from stdin)
+  sshdeck logout [--profile NAME]   (revokes the login's token)
+  sshdeck host ls [--json [--credentials]]
+  sshdeck host get ID|NAME [--json [--credentials]]
+  sshdeck host add --ip ADDR --user USER [--name NAME] [--port 22]
+        [--password-stdin | --key FILE [--key-passphrase-stdin]]
+        [--jump ID|NAME,...] [--folder F] [--tags T,...]   (prints the id)
+  sshdeck host rm ID|NAME
+  sshdeck host import FILE [--local ALIAS]   (FILE an OpenSSH client
+        config, - for stdin; each IdentityFile's key is uploaded)
+  sshdeck host export [--format ssh_config|json] [--credentials] [--local ID]
+  sshdeck tunnel ls [--json]
+  sshdeck tunnel connect NAME   (a host's tunnel, H:i)
+  sshdeck tunnel connect NAME --source HOST --endpoint HOST
+        --source-port N --endpoint-port N [--mode direct] [--auto-start]
+        [--max-retries N]
+  sshdeck tunnel disconnect NAME
+  sshdeck tunnel rm NAME
+  sshdeck tunnel watch [NAME] [--json]   (one line per change, until ^C)
 
 Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
 SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE; serve also reads
@@ -48,9 +69,16 @@ SSHDECK_ALERTS_URL; token create reads SSHDECK_LIMIT_TOKENS (default 100
 tokens per user, neither revoked nor expired). The admin commands
 work while serve runs: they go through its admin socket in the data
 directory. With --table they administer a deployment's DynamoDB table, with
-the AWS credentials of the environment. The host commands call the API
-of --url, else SSHDECK_URL (default http://127.0.0.1:8080), with the token
-in SSHDECK_TOKEN.
+the AWS credentials of the environment.
+
+The client commands (login, logout, host, tunnel) call the API of the
+profile that sshdeck login stored: --profile NAME (or SSHDECK_PROFILE, or
+the last login). Profiles are kept in $SSHDECK_CONFIG, else
+sshdeck/config.json in the user's config directory (mode 0600).
+SSHDECK_URL, SSHDECK_TUNNEL_URL and SSHDECK_TOKEN override the profile's
+URL, tunnel URL and token; --url the URL. Without any URL they call
+serve's defaults, http://127.0.0.1:8080 and :8081. Every client command
+takes --profile and --url, and --json prints the API's JSON.
 `
 
 func main() {
@@ -75,15 +103,29 @@ func errorText(err error) string {
 	return err.Error()
 }
 
+// globalProfile moves a --profile given before the command
+// (`sshdeck --profile work host ls`) after it, where every client command
+// parses it.
+func globalProfile(args []string) []string {
+	if len(args) >= 2 && (args[0] == "--profile" || args[0] == "-profile") {
+		return append(slices.Clone(args[2:]), "--profile", args[1])
+	}
+	if len(args) >= 1 && (strings.HasPrefix(args[0], "--profile=") || strings.HasPrefix(args[0], "-profile=")) {
+		return append(slices.Clone(args[1:]), args[0])
+	}
+	return args
+}
+
 // errUsage marks a command line that does not parse; run prints the usage.
 var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	args = globalProfile(args)
 	cmd, rest := "", args
 	if len(args) > 0 {
 		cmd, rest = args[0], args[1:]
 	}
-	if len(rest) > 0 && (cmd == "user" || cmd == "token" || cmd == "alert" || cmd == "host") {
+	if len(rest) > 0 && (cmd == "user" || cmd == "token" || cmd == "alert" || cmd == "host" || cmd == "tunnel") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	var err error
@@ -118,6 +160,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = hostImportCommand(ctx, rest, stdout, stderr)
 	case "host export":
 		err = hostExportCommand(ctx, rest, stdout, stderr)
+	case "host ls":
+		err = hostLsCommand(ctx, rest, stdout, stderr)
+	case "host get":
+		err = hostGetCommand(ctx, rest, stdout, stderr)
+	case "host add":
+		err = hostAddCommand(ctx, rest, stdout, stderr)
+	case "host rm":
+		err = hostRmCommand(ctx, rest, stdout, stderr)
+	case "login":
+		err = loginCommand(ctx, rest, stdout, stderr)
+	case "logout":
+		err = logoutCommand(ctx, rest, stdout, stderr)
+	case "tunnel ls":
+		err = tunnelLsCommand(ctx, rest, stdout, stderr)
+	case "tunnel connect":
+		err = tunnelConnectCommand(ctx, rest, stdout, stderr)
+	case "tunnel disconnect":
+		err = tunnelNameCommand("disconnect", "Tunnel disconnected", (*client.Client).Disconnect)(ctx, rest, stdout, stderr)
+	case "tunnel rm":
+		err = tunnelNameCommand("rm", "Tunnel deleted", (*client.Client).DeleteTunnel)(ctx, rest, stdout, stderr)
+	case "tunnel watch":
+		err = tunnelWatchCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
