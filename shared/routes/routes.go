@@ -131,6 +131,9 @@ var Tunnel = []Route{
 	{Name: "tunnel-status", Method: "GET", Path: "/ssh/tunnel/status", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
 	{Name: "tunnel-status-one", Method: "GET", Path: "/ssh/tunnel/status/{name...}", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
 	{Name: "tunnel-status-stream", Method: "GET", Path: "/ssh/tunnel/status/stream", Scope: sshdeck.ScopeTunnelsRead, Access: Read},
+	// A forward to the user's machine (a WebSocket) reads its via host's
+	// credentials and remembers host keys, as a tunnel's attempt does.
+	{Name: "tunnel-forward", Method: "GET", Path: "/ssh/forward", Scope: sshdeck.ScopeTunnelsWrite, Access: Write, Credentials: true},
 }
 
 // The memory of a route's Lambda function, in MB. Lambda gives CPU in

@@ -65,6 +65,9 @@ type Options struct {
 	// JumpLimit is the most jump hosts a tunnel's source may be reached
 	// through (config.Limits.JumpHosts, 8), as a host's route may have.
 	JumpLimit int
+	// ForwardLimit is the most forwarded connections one owner may have
+	// open at once on this replica (config.Limits.Forwards, 256; via.go).
+	ForwardLimit int
 	// Hosts reads the stored hosts that a connect request names by id
 	// (sourceHostId, endpointHostId; stored.go): a hostchain.Reader over
 	// the service's store and sealer with Max JumpLimit. Without it such
@@ -98,6 +101,7 @@ func (o *Options) defaults() {
 	setDefault(&o.TunnelLimit, config.DefaultLimits.Tunnels)
 	setDefault(&o.StreamLimit, config.DefaultLimits.Streams)
 	setDefault(&o.JumpLimit, config.DefaultLimits.JumpHosts)
+	setDefault(&o.ForwardLimit, config.DefaultLimits.Forwards)
 	setDefault(&o.ForgetAfter, DefaultForgetAfter)
 	setDefault(&o.SweepEvery, time.Hour)
 	if o.Resolver == nil {
@@ -147,6 +151,10 @@ type Manager struct {
 	// the loop touches it.
 	lastSweep time.Time
 
+	// forwards and forwardSessions count the forwarded connections and
+	// the forwards to the users' machines (via.go).
+	forwards, forwardSessions forwardCounts
+
 	mu    sync.Mutex
 	runs  map[tunnelKey]*run
 	feeds map[string]*feed // by owner: the status streams' reading
@@ -179,6 +187,7 @@ func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) 
 		runs:   map[tunnelKey]*run{},
 		feeds:  map[string]*feed{},
 	}
+	m.forwards.limit, m.forwardSessions.limit = opts.ForwardLimit, opts.ForwardLimit
 	m.dialer = &dialer{deny: newDenyList(opts.Deny), resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
 	m.runCtx, m.stopRuns = context.WithCancel(context.Background())
 	m.pool = newPool(m.runCtx, m.dialer, opts.KeepaliveInterval, opts.KeepaliveMisses, opts.DedicatedConnections)

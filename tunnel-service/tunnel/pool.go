@@ -172,6 +172,13 @@ func (p *pool) dial(ctx context.Context, owner string, n *node, h *hop, addr net
 	}
 }
 
+// retain adds a reference to n, which the caller holds one of.
+func (p *pool) retain(n *node) {
+	p.mu.Lock()
+	n.refs++
+	p.mu.Unlock()
+}
+
 // release drops a reference to n; the last one closes n's connection and
 // releases its parent.
 func (p *pool) release(n *node) {

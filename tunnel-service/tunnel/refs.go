@@ -93,19 +93,7 @@ func (m *Manager) hops(ctx context.Context, owner, name string, spec *sshdeck.Tu
 	}
 	out := *spec
 	if spec.SourceHostID != 0 {
-		if len(r.Jumps) > m.opts.JumpLimit {
-			return nil, creds, hostFailure(sshdeck.JumpHostsExceeded(m.opts.JumpLimit))
-		}
-		out.Jumps, creds.Jumps = nil, nil
-		if len(r.Jumps) > 0 {
-			out.Jumps, creds.Jumps = make([]sshdeck.TunnelHop, len(r.Jumps)), make([]sshdeck.Credentials, len(r.Jumps))
-		}
-		for i := range r.Jumps {
-			if out.Jumps[i], creds.Jumps[i], err = r.Jumps[i].input(i).parse(); err != nil {
-				return nil, creds, hostFailure(err)
-			}
-		}
-		if out.Source, creds.Source, err = r.source().parse(); err != nil {
+		if err := m.sourceRoute(r, &out, &creds); err != nil {
 			return nil, creds, hostFailure(err)
 		}
 	}
@@ -115,6 +103,27 @@ func (m *Manager) hops(ctx context.Context, owner, name string, spec *sshdeck.Tu
 		}
 	}
 	return &out, creds, nil
+}
+
+// sourceRoute sets the source and its jump hosts of spec and creds from r,
+// which resolve filled from a stored host, each checked as a request's
+// fields are.
+func (m *Manager) sourceRoute(r *ConnectRequest, spec *sshdeck.TunnelSpec, creds *sshdeck.TunnelCredentials) error {
+	if len(r.Jumps) > m.opts.JumpLimit {
+		return sshdeck.JumpHostsExceeded(m.opts.JumpLimit)
+	}
+	spec.Jumps, creds.Jumps = nil, nil
+	if len(r.Jumps) > 0 {
+		spec.Jumps, creds.Jumps = make([]sshdeck.TunnelHop, len(r.Jumps)), make([]sshdeck.Credentials, len(r.Jumps))
+	}
+	var err error
+	for i := range r.Jumps {
+		if spec.Jumps[i], creds.Jumps[i], err = r.Jumps[i].input(i).parse(); err != nil {
+			return err
+		}
+	}
+	spec.Source, creds.Source, err = r.source().parse()
+	return err
 }
 
 // endpointHost finds the host a tunnelConnection's endpointHost names.

@@ -88,11 +88,12 @@ type ConnectRequest struct {
 	sourceID, endpointID     int64
 	// endpointRef names the endpoint in messages when an attempt resolves
 	// a tunnelConnection's endpointHost (refs.go): `endpointHost "web"`
-	// rather than endpointHostId. sourceItems is how many
+	// rather than endpointHostId; sourceRef names a forward's via host
+	// (via.go) in place of sourceHostId. sourceItems is how many
 	// tunnelConnections the source's host has (resolve), which tells an
 	// attempt whether a host tunnel's item is still there.
-	endpointRef string
-	sourceItems int
+	endpointRef, sourceRef string
+	sourceItems            int
 }
 
 // JumpHop is one jump host of a tunnel's source, with its credentials, as

@@ -63,7 +63,7 @@ type side struct {
 }
 
 func (req *ConnectRequest) sourceSide() side {
-	return side{"sourceHostId", req.SourceHostID, present(
+	return side{cmp.Or(req.sourceRef, "sourceHostId"), req.SourceHostID, present(
 		"sourceIP", req.SourceIP != "", "sourceSSHPort", req.SourceSSHPort != nil,
 		"sourceUsername", req.SourceUsername != "", "sourcePassword", req.SourcePassword != "",
 		"sourceAuthMethod", req.SourceAuthMethod != "", "sourceSSHKey", req.SourceSSHKey != "",

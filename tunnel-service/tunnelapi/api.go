@@ -97,6 +97,7 @@ func (s *server) handlers() map[string]http.Handler {
 		"tunnel-disconnect":    s.disconnect(false),
 		"tunnel-cancel":        s.disconnect(true),
 		"tunnel-delete":        s.delete,
+		"tunnel-forward":       s.forward,
 	}
 	handlers := map[string]http.Handler{"tunnel-healthz": health}
 	for _, rt := range routes.Tunnel {

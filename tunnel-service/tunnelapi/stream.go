@@ -118,29 +118,20 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	if err := send(first.Statuses); err != nil {
 		return nil // the client left
 	}
-	header := r.Header.Get("Authorization")
-	recheck := time.NewTicker(s.streamRecheck)
-	defer recheck.Stop()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go s.recheck(ctx, cancel, r.Header.Get("Authorization"), owner, "status stream")
 	maxAge := time.NewTimer(s.streamMaxAge)
 	defer maxAge.Stop()
 	ping := time.NewTicker(streamPing)
 	defer ping.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return nil
 		case <-maxAge.C:
 			s.log.Info("status stream ends: its hour is up; the client reconnects", "request_id", web.RequestID(r.Context()))
 			return nil
-		case <-recheck.C:
-			caller, err := s.verify(r.Context(), header)
-			if sshdeck.ErrorCode(err) == sshdeck.Unauthorized || err == nil && caller.UserID != owner {
-				s.log.Info("status stream ends: its token no longer authenticates", "request_id", web.RequestID(r.Context()))
-				return nil
-			}
-			if err != nil && r.Context().Err() == nil {
-				s.log.Warn("status stream cannot check its token; it goes on until the next check", "request_id", web.RequestID(r.Context()), "error", err.Error())
-			}
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil || rc.Flush() != nil {
 				return nil
