@@ -38,14 +38,14 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, owner string) e
 			return err
 		}
 	}
-	if !isWebSocket(r) {
-		return check.Invalid("%s takes a WebSocket (Upgrade: websocket, subprotocol %s), as sshdeck forward opens it", forwarding.Path, forwarding.Subprotocol)
-	}
 	via, err := s.Manager.Via(r.Context(), owner, ref)
 	if err != nil {
 		return err
 	}
 	defer via.Close()
+	if !isWebSocket(r) {
+		return check.Invalid("%s takes a WebSocket (Upgrade: websocket, subprotocol %s), as sshdeck forward opens it", forwarding.Path, forwarding.Subprotocol)
+	}
 
 	// The server's timeouts would end the session: after the upgrade the
 	// connection is the session's.
