@@ -230,8 +230,8 @@ func (r *forwardRun) logFailure(local net.Conn, target string, err error) {
 
 // dial opens a session of the forward: the service checks the token, the
 // via host and, for a forward to one target, the target, before
-// upgrading. A refusal is the contract's *Error (404 wrapped to name the
-// via host); anything else means the service was not reached.
+// upgrading. A refusal is the contract's *Error, whose sentence names the
+// via host or the target; anything else means the service was not reached.
 func (r *forwardRun) dial(ctx context.Context) (*forwarding.Session, error) {
 	c := r.Client
 	q := url.Values{"via": {r.Via}}
@@ -249,11 +249,7 @@ func (r *forwardRun) dial(ctx context.Context) (*forwarding.Session, error) {
 	case err == nil:
 		return s, nil
 	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
-		e := ErrorOf(resp)
-		if e.Status == http.StatusNotFound {
-			return nil, fmt.Errorf("via host %q: %w", r.Via, e)
-		}
-		return nil, e
+		return nil, ErrorOf(resp) // its sentence names the via host or the target
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -71,7 +72,7 @@ func (ft *fakeTunnel) serve(w http.ResponseWriter, r *http.Request) {
 	case ft.unauthorized.Load() || r.Header.Get("Authorization") != "Bearer "+testToken:
 		answer(w, 401, "unauthorized", "the token is missing, expired or revoked")
 	case q.Get("via") != "web":
-		answer(w, 404, "not_found", "no host "+q.Get("via"))
+		answer(w, 404, "not_found", fmt.Sprintf("via host %q: no host of yours has this name or id", q.Get("via")))
 	case strings.HasPrefix(q.Get("target"), "169.254.169.254:"):
 		answer(w, 400, "invalid", q.Get("target")+" is in a denied range (link-local)")
 	case ft.unavailable.Load():

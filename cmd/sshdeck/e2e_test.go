@@ -51,7 +51,14 @@ type server struct {
 // the server exiting ends it.
 func serve(t *testing.T, dir string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--tunnel-addr", "127.0.0.1:0")
+	return serveAt(t, dir, "127.0.0.1:0", "127.0.0.1:0")
+}
+
+// serveAt is serve on the given addresses: a server restarted where its
+// clients know it.
+func serveAt(t *testing.T, dir, addr, tunnelAddr string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--addr", addr, "--tunnel-addr", tunnelAddr)
 	cmd.Dir = dir
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
