@@ -112,8 +112,10 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 		MinHealthyPercent:  jsii.Number(100),
 		MaxHealthyPercent:  jsii.Number(200),
 		CircuitBreaker:     &awsecs.DeploymentCircuitBreaker{Rollback: jsii.Bool(true)},
-		// Status streams are long-lived requests with a ping every 15 s.
-		IdleTimeout: awscdk.Duration_Seconds(jsii.Number(60)),
+		// Status streams and forwards' WebSockets are long-lived requests
+		// that send a byte well inside it (config.TunnelIdleTimeout); ALBs
+		// carry WebSockets with the idle timeout as their only knob.
+		IdleTimeout: awscdk.Duration_Seconds(jsii.Number(config.TunnelIdleTimeout.Seconds())),
 	}
 	scheme := "http"
 	if cfg.CertificateARN != "" {

@@ -92,6 +92,14 @@ const (
 	maxLoginTTL = 30 * 24 * time.Hour
 )
 
+// TunnelIdleTimeout is the idle timeout of the load balancer in front of
+// the tunnel service in AWS (infra): the longest a long-lived request may
+// carry no byte before the load balancer closes it. Each sends one well
+// inside it: a status stream a ping comment every 15 s, a forward's
+// WebSocket a keepalive every 20 s (forwarding.KeepAlive, whose test holds
+// it to half of this).
+const TunnelIdleTimeout = 60 * time.Second
+
 // minLeaseTTL keeps heartbeats (a third of the TTL) from spinning.
 const minLeaseTTL = 300 * time.Millisecond
 

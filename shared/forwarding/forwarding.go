@@ -43,9 +43,9 @@ const Path = "/ssh/forward"
 const Subprotocol = "sshdeck-forward.v1"
 
 // KeepAlive is how often each end pings the other over an idle session:
-// well inside the 60 s idle timeout of the ALB in front of the tunnel
-// service (infra), so that an idle forward survives it, and often enough
-// that a dead peer is noticed within a minute or so.
+// well inside the idle timeout of the ALB in front of the tunnel service
+// (config.TunnelIdleTimeout, 60 s), so that an idle forward survives it,
+// and often enough that a dead peer is noticed within a minute or so.
 const KeepAlive = 20 * time.Second
 
 // Codes of a connection the service refused; the client maps each to a

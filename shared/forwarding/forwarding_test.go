@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/forwarding"
 )
 
@@ -162,5 +163,14 @@ func TestSplitTarget(t *testing.T) {
 		if _, _, err := forwarding.SplitTarget(in); (err == nil) != ok {
 			t.Errorf("SplitTarget(%q): %v", in, err)
 		}
+	}
+}
+
+// TestKeepAliveInsideTheIdleTimeout: an idle forward pings at least twice
+// within the load balancer's idle timeout, so that one lost or late ping
+// does not end it.
+func TestKeepAliveInsideTheIdleTimeout(t *testing.T) {
+	if 2*forwarding.KeepAlive > config.TunnelIdleTimeout {
+		t.Errorf("keepalive every %s, the load balancer's idle timeout %s: want at least two pings within it", forwarding.KeepAlive, config.TunnelIdleTimeout)
 	}
 }
