@@ -347,6 +347,9 @@ func TestReadmeWalkthrough(t *testing.T) {
 	script = strings.ReplaceAll(script, "http://127.0.0.1:8081", srv.tunnelURL)
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = dir
+	// sshdeck login writes the user's config directory: this test's.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("walk-through failed: %v\n%s", err, out)
@@ -365,6 +368,9 @@ func TestReadmeWalkthrough(t *testing.T) {
 		`"code":"forbidden"}`,
 		"imported bastion as host 2\nimported app as host 3\n", "line 11: Match: skipped",
 		"Host app\n", "ProxyJump bastion\n", `"name":"by-id","status":"failed"`, "jump host 1",
+		`as admin: profile "default" (current)`, "2   bastion  127.0.0.1:1",
+		"sshdeck: forwarding 127.0.0.1:15432 → localhost:5432 via app",
+		`localhost:5432: refused: via host "app": jump host 1 (127.0.0.1:1): connection refused or unreachable`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walk-through output lacks %q:\n%s", want, out)
