@@ -91,7 +91,7 @@ func hostileRoutes(t *testing.T) []route {
 			}
 			r := route{
 				method: method, pattern: path, path: concrete,
-				tunnel: strings.HasPrefix(path, "/ssh/tunnel"),
+				tunnel: op.Extensions["x-sshdeck-service"] == "tunnel",
 				public: len(security) == 0,
 				both:   path == "/healthz",
 				body:   op.RequestBody != nil,
