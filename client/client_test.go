@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -29,8 +30,7 @@ func hostInput(name, ip string) *hosts.Input {
 
 // TestClientCallsEveryRoute calls each route of both services through the
 // client, checks what it answers, and then that the requests reached every
-// route of routes.All and routes.Tunnel (but tunnel-forward, whose client
-// is client/forward.go's).
+// route of routes.All and routes.Tunnel.
 func TestClientCallsEveryRoute(t *testing.T) {
 	s := startServer(t)
 	ctx := context.Background()
@@ -298,14 +298,47 @@ func TestClientCallsEveryRoute(t *testing.T) {
 		}
 	})
 
+	// A forward through a host with no SSH server: it starts, and its
+	// connection is refused with the service's sentence.
+	t.Run("forward", func(t *testing.T) {
+		if _, err := bob.CreateHost(ctx, hostInput("nossh", "127.0.0.1")); err != nil {
+			t.Fatal(err)
+		}
+		fctx, stop := context.WithCancel(ctx)
+		said := make(chan string, 10)
+		ended := make(chan error, 1)
+		go func() {
+			ended <- bob.ForwardLocal(fctx, "127.0.0.1:0", "127.0.0.1:80", "nossh", func(m string) { said <- m })
+		}()
+		up := <-said
+		addr, ok := strings.CutPrefix(up, "forwarding ")
+		if !ok {
+			t.Fatalf("the forward said %q first", up)
+		}
+		addr, _, _ = strings.Cut(addr, " ")
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Errorf("read %d bytes through a forward whose host has no SSH server", n)
+		}
+		conn.Close()
+		if got := <-said; !strings.Contains(got, `refused: via host "nossh": source 127.0.0.1:22`) {
+			t.Errorf("the refused connection: %q", got)
+		}
+		stop()
+		if err := <-ended; err != nil {
+			t.Errorf("the forward ended with %v", err)
+		}
+	})
+
 	// Every route was reached, once the requests in flight (the stream)
 	// have ended and logged.
 	s.close()
 	var want []string
 	for _, r := range append(slices.Clone(routes.All), routes.Tunnel...) {
-		if r.Name != "tunnel-forward" {
-			want = append(want, r.Name)
-		}
+		want = append(want, r.Name)
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)
