@@ -198,6 +198,7 @@ type Store interface {
 	AlertStore
 	CacheStore
 	TunnelStore
+	AuditStore
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
 	Close() error

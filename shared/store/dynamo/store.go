@@ -59,9 +59,11 @@ func NewClient(cfg aws.Config, endpoint string) *dynamodb.Client {
 	})
 }
 
-// New returns the store over the table.
+// New returns the store over the table. Its calls go through auditing
+// (audit.go): the writes that are audited requests' changes carry the
+// requests' records.
 func New(client API, table string) *Store {
-	return &Store{client: client, table: table}
+	return &Store{client: &auditing{API: client, table: table}, table: table}
 }
 
 // Close does nothing: the client holds no resource of the store's own.

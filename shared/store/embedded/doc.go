@@ -5,9 +5,10 @@
 // Every method is one bbolt transaction, so each write is atomic, and bbolt
 // fsyncs on commit: a write that returned nil survives a crash.
 //
-// On-disk layout (schema 7):
+// On-disk layout (schema 8):
 //
-//	meta                 "schema" → "7" (decimal); a newer schema is refused
+//	meta                 "schema" → "8" (decimal); a newer schema is refused;
+//	                     "audit_cursor" → 8-byte sequence the webhooks delivered
 //	users                user id → JSON userRecord
 //	usernames            user name → user id
 //	tokens               token id → JSON tokenRecord
@@ -28,6 +29,9 @@
 //	  <owner id>         address ("10.0.0.5:22") → JSON knownHostRecord
 //	login_secrets        user id → JSON loginSecretsRecord (TOTP sealed)
 //	login_failures       failure key ("name:…", "addr:…") → JSON failureRecord
+//	audit                8-byte big-endian sequence (commit order) → JSON auditRecord
+//	audit_time           8-byte Unix nanoseconds + sequence → sequence
+//	audit_actor          actor + 0x00 + 8-byte Unix nanoseconds + sequence → sequence
 //
 // Values are records of this package's own types, each mapped from and to
 // its sshdeck type by hand in the file of its kind (userRecordOf and
@@ -55,7 +59,9 @@
 // writes hosts in format 2 and reads format 1, so opening a schema 4 or 5
 // file only records 6, which keeps an older sshdeck (that cannot read
 // format 2) from opening it; schema 7 writes format 3 and records 7 on
-// opening a schema 4 to 6 file for the same reason. The other kinds' values did not change, but
+// opening a schema 4 to 6 file for the same reason; schema 8 only adds the
+// audit buckets, and records 8 so that an older sshdeck, which would write
+// changes without their audit records, does not open the file. The other kinds' values did not change, but
 // for a tunnel's jump hosts (spec.jumps and sealed.jumps, added within
 // schema 6 and left out when empty, so that every record without them
 // reads as before, a tunnel whose source is dialled directly) and a

@@ -67,7 +67,7 @@ func TestSchema3Fixture(t *testing.T) {
 	for bucket, values := range before {
 		switch {
 		case bucket == "meta":
-			if migrated[bucket]["schema"] != "7" {
+			if migrated[bucket]["schema"] != strconv.Itoa(schemaVersion) {
 				t.Errorf("schema after the migration: %q", migrated[bucket]["schema"])
 			}
 		case strings.HasPrefix(bucket, "hosts/"):

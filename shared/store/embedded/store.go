@@ -15,7 +15,7 @@ import (
 
 // schemaVersion is the layout this package reads and writes (see the package
 // comment). Raise it with a migration in prepare when the layout changes.
-const schemaVersion = 7
+const schemaVersion = 8
 
 var (
 	bucketMeta        = []byte("meta")
@@ -75,7 +75,9 @@ func Open(path string) (*Store, error) {
 // migrateHosts rewrites; schema 6 writes hosts in format 2 (jump hosts),
 // which an older sshdeck cannot read, and reads format 1 as before, so it
 // needs no rewrite: its number keeps an older sshdeck from opening the file;
-// schema 7 writes hosts in format 3 (identityFile) on the same terms.
+// schema 7 writes hosts in format 3 (identityFile) on the same terms;
+// schema 8 adds the audit buckets (audit.go), which an older sshdeck would
+// leave unwritten: its number keeps it from opening the file.
 // It all happens in the one transaction of Open: a crash leaves the file
 // as it was.
 func prepare(tx *bolt.Tx) error {
@@ -94,7 +96,7 @@ func prepare(tx *bolt.Tx) error {
 		}
 		schema = n
 	}
-	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts, bucketLoginSecrets, bucketLoginFailures} {
+	for _, name := range [][]byte{bucketUsers, bucketUsernames, bucketTokens, bucketTokenHashes, bucketHosts, bucketFiles, bucketAlerts, bucketDismissals, bucketCache, bucketTunnels, bucketKnownHosts, bucketLoginSecrets, bucketLoginFailures, bucketAudit, bucketAuditTime, bucketAuditActor} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -130,12 +132,28 @@ func (s *Store) view(ctx context.Context, op string, fn func(*bolt.Tx) error) er
 	return wrap(op, s.db.View(fn))
 }
 
+// update runs fn in a write transaction. When ctx is the commit point of
+// an audited request (sshdeck.AuditToWrite), the request's audit record is
+// written in the same transaction, after fn: both commit, or neither.
 func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) error {
 	// A cancelled request must not write, even though bbolt would not notice.
 	if err := ctx.Err(); err != nil {
 		return wrap(op, err)
 	}
-	return wrap(op, s.commit(fn))
+	note := sshdeck.AuditToWrite(ctx)
+	if note == nil {
+		return wrap(op, s.commit(fn))
+	}
+	err := s.commit(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return putAudit(tx, &note.Record)
+	})
+	if err == nil {
+		note.MarkWritten()
+	}
+	return wrap(op, err)
 }
 
 // wrap leaves coded errors alone: their message is meant for the caller.

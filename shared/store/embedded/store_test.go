@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,9 +135,9 @@ func setSchema(t *testing.T, path, schema string) {
 func TestNewerSchemaRefused(t *testing.T) {
 	s, path := openTemp(t)
 	s.Close()
-	setSchema(t, path, "8")
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 8") {
-		t.Fatalf("Open of a schema-8 file: got %v, want an error naming schema 8", err)
+	setSchema(t, path, "9")
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "schema 9") {
+		t.Fatalf("Open of a schema-9 file: got %v, want an error naming schema 9", err)
 	}
 }
 
@@ -169,8 +170,8 @@ func wantSchema(t *testing.T, s *Store) {
 	t.Helper()
 	var schema string
 	s.db.View(func(tx *bolt.Tx) error { schema = string(tx.Bucket(bucketMeta).Get(keySchema)); return nil })
-	if schema != "7" {
-		t.Fatalf("schema after opening: got %q, want 7", schema)
+	if want := strconv.Itoa(schemaVersion); schema != want {
+		t.Fatalf("schema after opening: got %q, want %s", schema, want)
 	}
 }
 
@@ -285,7 +286,7 @@ func TestMigrationFailureKeepsFile(t *testing.T) {
 	before := snapshot(t, path)
 
 	_, err = Open(path)
-	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 7") || strings.Contains(err.Error(), "garbage") {
+	if err == nil || !strings.Contains(err.Error(), "migrate schema 3 to 8") || strings.Contains(err.Error(), "garbage") {
 		t.Fatalf("Open of a file with a corrupt host: %v", err)
 	}
 	if after := snapshot(t, path); !reflect.DeepEqual(after, before) {

@@ -103,6 +103,8 @@ func Run(t *testing.T, open func(t *testing.T) sshdeck.Store) {
 		{"TunnelStopped", testTunnelStopped},
 		{"KnownHostAddAndGet", testKnownHostAddAndGet},
 		{"KnownHostOwnerIsolation", testKnownHostOwnerIsolation},
+		{"AuditQuery", testAuditQuery},
+		{"AuditWithTheChange", testAuditWithTheChange},
 		{"Ping", testPing},
 	}
 	for _, tt := range tests {
