@@ -24,7 +24,9 @@ func sameAudit(t *testing.T, got, want []*sshdeck.AuditRecord, what string) {
 		t.Fatalf("%s: %d records, want %d", what, len(got), len(want))
 	}
 	for i := range want {
-		same(t, got[i], want[i], func(r *sshdeck.AuditRecord) { r.Time, r.ExpiresAt = ms(r.Time), r.ExpiresAt.Truncate(time.Second).UTC() }, fmt.Sprintf("%s: record %d", what, i))
+		same(t, got[i], want[i], func(r *sshdeck.AuditRecord) {
+			r.Time, r.ExpiresAt = ms(r.Time), r.ExpiresAt.Truncate(time.Second).UTC()
+		}, fmt.Sprintf("%s: record %d", what, i))
 	}
 }
 
