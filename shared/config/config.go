@@ -13,6 +13,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -49,6 +50,15 @@ const (
 	ReplicaID = "SSHDECK_REPLICA_ID"
 	// LoginTTL is how long a token issued by POST /auth/login lasts.
 	LoginTTL = "SSHDECK_LOGIN_TTL"
+	// AuditDays is how long audit records are kept, in days.
+	AuditDays = "SSHDECK_AUDIT_DAYS"
+	// WebhookURL receives every audit record as an event (locally);
+	// WebhookSecret signs them (HMAC-SHA256).
+	WebhookURL    = "SSHDECK_WEBHOOK_URL"
+	WebhookSecret = "SSHDECK_WEBHOOK_SECRET"
+	// EventBus is the EventBridge bus the audit records go to in AWS (the
+	// stream consumer's).
+	EventBus = "SSHDECK_EVENT_BUS"
 
 	// The limits that keep one user from exhausting a deployment shared
 	// by many (API.md, "Limits, paging and tenancy"); see Limits.
@@ -100,6 +110,17 @@ const (
 // it to half of this).
 const TunnelIdleTimeout = 60 * time.Second
 
+// DefaultAuditDays is how long audit records are kept (API.md: 400 days),
+// and maxAuditDays the most a deployment may set: past it, the stores'
+// queries of every record would read years of empty months.
+const (
+	DefaultAuditDays = 400
+	maxAuditDays     = 5 * 365
+)
+
+// AuditRetention is how long an audit record is kept.
+func (c Config) AuditRetention() time.Duration { return time.Duration(c.AuditDays) * 24 * time.Hour }
+
 // minLeaseTTL keeps heartbeats (a third of the TTL) from spinning.
 const minLeaseTTL = 300 * time.Millisecond
 
@@ -122,6 +143,12 @@ type Config struct {
 
 	// LoginTTL is DefaultLoginTTL unless SSHDECK_LOGIN_TTL says otherwise.
 	LoginTTL time.Duration
+
+	// AuditDays is DefaultAuditDays unless SSHDECK_AUDIT_DAYS says
+	// otherwise.
+	AuditDays                 int
+	WebhookURL, WebhookSecret string
+	EventBus                  string
 
 	AWS AWS
 }
@@ -173,6 +200,9 @@ func Load(getenv func(string) string) (Config, error) {
 		GitHubToken:    getenv(GitHubToken),
 		AlertsURL:      getenv(AlertsURL),
 		ReplicaID:      getenv(ReplicaID),
+		WebhookURL:     getenv(WebhookURL),
+		WebhookSecret:  getenv(WebhookSecret),
+		EventBus:       getenv(EventBus),
 		AWS: AWS{
 			Region:           getenv(AWSRegion),
 			AccessKeyID:      getenv(AWSAccessKeyID),
@@ -205,6 +235,22 @@ func Load(getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s: %q is not a whole number from 1 to %d", l.name, v, maxLimit)
 			}
 			*l.v = n
+		}
+	}
+	c.AuditDays = DefaultAuditDays
+	if v := getenv(AuditDays); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAuditDays {
+			return c, fmt.Errorf("%s: %q is not a whole number of days from 1 to %d", AuditDays, v, maxAuditDays)
+		}
+		c.AuditDays = n
+	}
+	if c.WebhookURL != "" {
+		if u, err := url.Parse(c.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("%s: %q is not an http or https URL", WebhookURL, c.WebhookURL)
+		}
+		if c.WebhookSecret == "" {
+			return c, Missing(WebhookSecret, "the webhook's events are signed with it (HMAC-SHA256); choose a long random string and give it to the receiver too")
 		}
 	}
 	if list := getenv(TunnelDenyCIDRs); list != "" {
