@@ -175,8 +175,8 @@ func TestLoginRefused(t *testing.T) {
 		t.Errorf("a wrong password: %d %+v", status, refused)
 	}
 	// The windows of the name and the address (read, then counted), the
-	// user by name, its secrets.
-	if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, map[string]int{"GetItem": 4, "UpdateItem": 2}) {
+	// user by name, its secrets; the audit record of the failure.
+	if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, map[string]int{"GetItem": 4, "UpdateItem": 2, "PutItem": 1}) {
 		t.Errorf("calls of a wrong password: %v", calls)
 	}
 	policy, _ := iam.RoutePolicy("login")
@@ -215,8 +215,9 @@ func TestWrongTOTPCode(t *testing.T) {
 	if status := call(t, "enable-totp", event, &refused); status != http.StatusForbidden || refused.Code != "forbidden" {
 		t.Errorf("a wrong code: %d %+v", status, refused)
 	}
-	// The user, the failures of the name, the secrets; the failure.
-	if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, map[string]int{"GetItem": 3, "UpdateItem": 1}) {
+	// The user, the failures of the name, the secrets; the failure, and
+	// its audit record.
+	if calls := c.dynamo.Calls(); !reflect.DeepEqual(calls, map[string]int{"GetItem": 3, "UpdateItem": 1, "PutItem": 1}) {
 		t.Errorf("calls of a wrong code: %v", calls)
 	}
 	policy, _ := iam.RoutePolicy("enable-totp")

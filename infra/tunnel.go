@@ -78,6 +78,9 @@ func newTunnelService(scope constructs.Construct, cfg Config, data *Data) *Tunne
 			config.KMSKeyID:        data.CredentialsKey.KeyArn(),
 			config.TunnelAddr:      jsii.String(":8081"),
 			config.TunnelDenyCIDRs: jsii.String(deny),
+			// Behind the load balancer: its X-Forwarded-For names the
+			// caller, for the audit records' sourceIp.
+			config.TrustForwardedFor: jsii.String("true"),
 		},
 		PortMappings: &[]*awsecs.PortMapping{{ContainerPort: jsii.Number(tunnelPort)}},
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{

@@ -78,6 +78,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 		Manager:       tunnels,
 		Authenticator: a.Auth,
 		Ping:          a.Store.Ping,
+		Audit:         a.Audit,
+		BehindProxy:   cfg.TrustForwardedFor,
 		Logger:        log,
 	})
 	listener, err := net.Listen("tcp", cfg.TunnelAddr)

@@ -52,7 +52,8 @@ func openAdmin(ctx context.Context, cfg *settings) (admin, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return newStoreAdmin(a.Store, nil, cfg.Limits.Tokens), func() { a.Close() }, nil
+	audited := auditedAdmin{admin: newStoreAdmin(a.Store, nil, cfg.Limits.Tokens), rec: a.Audit, actor: cliActor()}
+	return audited, func() { a.Close() }, nil
 }
 
 // runAdmin parses an admin command's arguments (positional of them), then

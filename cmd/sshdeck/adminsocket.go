@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/web"
@@ -81,8 +82,15 @@ type alertIDRequest struct {
 	ID string `json:"id"`
 }
 
-// adminHandler serves the admin operations of a on the socket.
-func adminHandler(a *storeAdmin) http.Handler {
+// actorHeader carries the admin command's actor (cliActor) to serve, which
+// records the command: the socket admits only serve's own OS user (and
+// root), who could write the store anyway.
+const actorHeader = "X-Sshdeck-Actor"
+
+// adminHandler serves the admin operations of store on the socket, each
+// change recorded in rec as its command's actor's.
+func adminHandler(store *storeAdmin, rec *audit.Recorder) http.Handler {
+	a := auditedAdmin{admin: store, rec: rec}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /users", adminOp(func(ctx context.Context, req userRequest) (any, error) {
 		return a.AddUser(ctx, req.Name, req.Admin)
@@ -133,7 +141,7 @@ func adminOp[Req any](op func(context.Context, Req) (any, error)) http.HandlerFu
 		if err != nil {
 			err = sshdeck.Errorf(sshdeck.Invalid, "malformed admin request")
 		} else {
-			resp, err = op(r.Context(), req)
+			resp, err = op(withActor(r.Context(), r.Header.Get(actorHeader)), req)
 		}
 		status := http.StatusOK
 		if err != nil {
@@ -171,6 +179,7 @@ func (c *adminClient) call(ctx context.Context, path string, req, resp any) erro
 	if err != nil {
 		return err
 	}
+	httpReq.Header.Set(actorHeader, cliActor())
 	httpResp, err := c.http.Do(httpReq)
 	if err != nil {
 		return fmt.Errorf("admin socket: %w", err)

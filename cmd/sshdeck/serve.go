@@ -75,7 +75,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		defer os.Remove(cfg.socketPath())
 		defer sock.Close()
 	}
-	token, tok, err := admin.Bootstrap(ctx, "admin", bootstrapTokenTTL)
+	// The first start's admin is a change of its own: recorded as the
+	// system's, when it happens.
+	bootstrap, note := a.Audit.Begin(ctx, "system", "bootstrap", "user named admin", cliRequestID(), adminSource)
+	token, tok, err := admin.Bootstrap(bootstrap, "admin", bootstrapTokenTTL)
+	if token != "" || err != nil {
+		a.Audit.Finish(bootstrap, note, err)
+	}
 	if err != nil {
 		return fmt.Errorf("create the admin user: %w", err)
 	}
@@ -91,11 +97,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tunnelOpts.Hosts = &hostchain.Reader{Store: a.Store, Sealer: a.Sealer, Max: tunnelOpts.JumpLimit}
 	tunnels := tunnel.NewManager(a.Store, a.Sealer, tunnelOpts)
 
-	tunnelHandler := tunnelapi.New(tunnelapi.Config{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Logger: log})
+	tunnelHandler := tunnelapi.New(tunnelapi.Config{Manager: tunnels, Authenticator: a.Auth, Ping: a.Store.Ping, Audit: a.Audit, Logger: log})
 	servers := []*http.Server{web.NewHTTPServer(api.New(apiCfg).Router(), log), web.NewHTTPServer(tunnelHandler, log)}
 	listeners := []net.Listener{listener, tunnelListener}
 	if sockErr == nil {
-		servers = append(servers, web.NewHTTPServer(adminHandler(admin), log))
+		servers = append(servers, web.NewHTTPServer(adminHandler(admin, a.Audit), log))
 		listeners = append(listeners, sock)
 	}
 	tunnels.Start()

@@ -306,6 +306,19 @@ func seed(ctx context.Context, store sshdeck.Store, sealer *secret.Sealer, dir s
 			return nil, err
 		}
 	}
+	// Audit records of alice's and root's, for list-audit and export-audit.
+	for i, r := range []struct{ actor, action, target string }{
+		{userID, "create-host", "host 1"}, {adminID, "publish-alert", "alert alr_5eed000000000001"}, {userID, "create-host", "host 2"},
+	} {
+		at := time.Date(2026, 11, 20, 9, i, 0, 0, time.UTC)
+		if err := store.PutAuditRecord(ctx, &sshdeck.AuditRecord{
+			ID: fmt.Sprintf("aud_5eed%028d", i+1), Time: at, Actor: r.actor, Action: r.action, Target: r.target,
+			RequestID: fmt.Sprintf("req-5eed-%d", i+1), SourceIP: "203.0.113.24", Outcome: sshdeck.AuditSuccess,
+			ExpiresAt: at.Add(400 * 24 * time.Hour),
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/auth"
@@ -66,6 +67,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (*LoginResult, er
 			return nil, err
 		}
 	}
+	sshdeck.SetAuditTarget(ctx, fmt.Sprintf("user named %q", req.Username))
 	now := s.now()
 	keys := failureKeys(req)
 	if err := s.lockedOut(ctx, keys, now); err != nil {
@@ -166,6 +168,12 @@ func (s *Service) login(ctx context.Context, req LoginRequest, keys []failureKey
 	u, ls, err := s.userAndSecrets(ctx, req.Username)
 	if err != nil {
 		return nil, err
+	}
+	if u != nil {
+		// The attempt is the user's, right or wrong: their audit trail
+		// shows the failed logins of their name.
+		sshdeck.SetAuditActor(ctx, u.ID)
+		sshdeck.SetAuditTarget(ctx, auth.UserTarget(u))
 	}
 	if u == nil || ls.PasswordHash == "" {
 		// The same argon2id work as a real check, so that an unknown

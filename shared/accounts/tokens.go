@@ -122,6 +122,7 @@ func (s *Service) CreateToken(ctx context.Context, caller sshdeck.Principal, req
 // included: that is how a client logs out). Another user's token is
 // NotFound, as an absent one is.
 func (s *Service) RevokeToken(ctx context.Context, caller sshdeck.Principal, id string) error {
+	sshdeck.SetAuditTarget(ctx, "token "+id)
 	t, err := s.store.Token(ctx, id)
 	if err == nil && t.UserID != caller.UserID {
 		err = sshdeck.Errorf(sshdeck.NotFound, "token %q not found", id)

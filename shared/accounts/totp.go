@@ -34,6 +34,7 @@ func (s *Service) BeginTOTP(ctx context.Context, caller sshdeck.Principal) (*TOT
 	if err != nil {
 		return nil, err
 	}
+	sshdeck.SetAuditTarget(ctx, auth.UserTarget(u))
 	ls, err := s.secrets(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func (s *Service) BeginTOTP(ctx context.Context, caller sshdeck.Principal) (*TOT
 		return nil, err
 	}
 	ls.PendingTOTP = sealed
-	if err := s.putSecrets(ctx, ls); err != nil {
+	if err := s.putSecrets(sshdeck.AuditCommit(ctx), ls); err != nil {
 		return nil, err
 	}
 	return &TOTPSecret{Secret: auth.EncodeTOTPSecret(key), URL: auth.TOTPURL(key, Issuer, u.Name)}, nil
@@ -68,7 +69,7 @@ func (s *Service) EnableTOTP(ctx context.Context, caller sshdeck.Principal, code
 		return err
 	}, func(ls *sshdeck.LoginSecrets) error {
 		ls.TOTP, ls.PendingTOTP, ls.TOTPStep = ls.PendingTOTP, nil, step
-		return s.putSecretsOr(ctx, ls, errWrongCode)
+		return s.putSecretsOr(sshdeck.AuditCommit(ctx), ls, errWrongCode)
 	})
 }
 
@@ -88,7 +89,7 @@ func (s *Service) DisableTOTP(ctx context.Context, caller sshdeck.Principal, cod
 		return err
 	}, func(ls *sshdeck.LoginSecrets) error {
 		ls.TOTP, ls.PendingTOTP, ls.TOTPStep = nil, nil, step
-		return s.putSecretsOr(ctx, ls, errWrongCode)
+		return s.putSecretsOr(sshdeck.AuditCommit(ctx), ls, errWrongCode)
 	})
 }
 
@@ -105,6 +106,7 @@ func (s *Service) proving(ctx context.Context, caller sshdeck.Principal, prove, 
 	if err != nil {
 		return err
 	}
+	sshdeck.SetAuditTarget(ctx, auth.UserTarget(u))
 	now := s.now()
 	keys := failureKeys(LoginRequest{Username: u.Name})
 	if err := s.lockedOut(ctx, keys, now); err != nil {

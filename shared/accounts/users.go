@@ -53,7 +53,7 @@ func (s *Service) ChangePassword(ctx context.Context, caller sshdeck.Principal, 
 		return nil
 	}, func(ls *sshdeck.LoginSecrets) error {
 		ls.PasswordHash = hash
-		return s.putSecrets(ctx, ls)
+		return s.putSecrets(sshdeck.AuditCommit(ctx), ls)
 	})
 	if err != nil {
 		return err
@@ -80,6 +80,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string) (*sshd
 	if err != nil {
 		return nil, err
 	}
+	sshdeck.SetAuditTarget(ctx, auth.UserTarget(u))
 	// A concurrent change of the secrets (a login spending a TOTP code)
 	// moves the version on: read again and retry, a few times.
 	for range 3 {
@@ -88,7 +89,7 @@ func (s *Service) SetPassword(ctx context.Context, name, password string) (*sshd
 			return nil, err
 		}
 		ls.PasswordHash = hash
-		if err = s.putSecrets(ctx, ls); sshdeck.ErrorCode(err) != sshdeck.Conflict {
+		if err = s.putSecrets(sshdeck.AuditCommit(ctx), ls); sshdeck.ErrorCode(err) != sshdeck.Conflict {
 			break
 		}
 	}
@@ -160,6 +161,7 @@ func (s *Service) UpdateUser(ctx context.Context, caller sshdeck.Principal, id s
 	if change.Disabled == nil && change.Admin == nil {
 		return UserView{}, sshdeck.Errorf(sshdeck.Invalid, "nothing to change: send disabled, admin or both")
 	}
+	sshdeck.SetAuditTarget(ctx, "user "+id)
 	u, err := s.store.User(ctx, id)
 	if err != nil {
 		return UserView{}, err

@@ -74,7 +74,8 @@ func (s *Service) Publish(ctx context.Context, in *Input) (*sshdeck.Alert, error
 	if err := checkAlert(a, now); err != nil {
 		return nil, err
 	}
-	if err := s.store.CreateAlert(ctx, a); err != nil {
+	sshdeck.SetAuditTarget(ctx, "alert "+a.ID)
+	if err := s.store.CreateAlert(sshdeck.AuditCommit(ctx), a); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -82,7 +83,8 @@ func (s *Service) Publish(ctx context.Context, in *Input) (*sshdeck.Alert, error
 
 // Delete removes a published alert.
 func (s *Service) Delete(ctx context.Context, id string) error {
-	return s.store.DeleteAlert(ctx, id)
+	sshdeck.SetAuditTarget(ctx, "alert "+id)
+	return s.store.DeleteAlert(sshdeck.AuditCommit(ctx), id)
 }
 
 // Published returns the stored alerts not expired, by id: what an admin
@@ -127,6 +129,7 @@ func (s *Service) Dismiss(ctx context.Context, userID, alertID string) error {
 	if err := check.Plain("alertId", alertID, ""); err != nil {
 		return err
 	}
+	sshdeck.SetAuditTarget(ctx, "alert "+alertID)
 	now := s.now()
 	all, err := s.all(ctx, now)
 	if err != nil {
@@ -136,7 +139,7 @@ func (s *Service) Dismiss(ctx context.Context, userID, alertID string) error {
 	if i < 0 {
 		return sshdeck.Errorf(sshdeck.NotFound, "no alert %q in force", alertID)
 	}
-	return s.store.DismissAlert(ctx, &sshdeck.Dismissal{
+	return s.store.DismissAlert(sshdeck.AuditCommit(ctx), &sshdeck.Dismissal{
 		UserID: userID, AlertID: alertID, At: s.timestamp(), Until: all[i].ExpiresAt,
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
@@ -48,7 +49,10 @@ type Config struct {
 	// front already did (the Lambda authorizer) and put the caller into the
 	// request context with sshdeck.NewContextWithPrincipal.
 	Authenticator Authenticator
-	Logger        *slog.Logger
+	// Audit records the requests of the audited routes (routes.Route.
+	// Audited); nil records none (tests of other things).
+	Audit  *audit.Recorder
+	Logger *slog.Logger
 }
 
 // FromApp is the Config of the handlers over a's store and sealer, with
@@ -63,6 +67,7 @@ func FromApp(a *app.App) (Config, error) {
 		Hosts:    hosts.NewService(a.Store, a.Store, a.Sealer, nil),
 		Files:    files.NewService(a.Store, nil),
 		Ping:     a.Store.Ping,
+		Audit:    a.Audit,
 		Logger:   a.Log,
 	}
 	cfg.Accounts.LoginTTL = a.Config.LoginTTL
@@ -114,7 +119,7 @@ func New(cfg Config) *Server {
 	// Each file of the API binds its routes, by the route table's names,
 	// beside their handlers.
 	s.handlers = map[string]handlerFunc{"healthz": s.health}
-	for _, bound := range []map[string]handlerFunc{s.accountRoutes(), s.hostRoutes(), s.fileRoutes(), s.alertRoutes(), s.releaseRoutes()} {
+	for _, bound := range []map[string]handlerFunc{s.accountRoutes(), s.hostRoutes(), s.fileRoutes(), s.alertRoutes(), s.releaseRoutes(), s.auditRoutes()} {
 		maps.Copy(s.handlers, bound)
 	}
 	for _, r := range routes.All {
@@ -189,8 +194,13 @@ func captures(pattern, path string) bool {
 // route wraps a handler with authentication and the scope check (for
 // non-public routes: the one place a base_url route's scope is checked) and
 // the route's name for the request log.
+//
+// A request of an audited route that got past authentication (a login
+// always does) carries an audit note, and leaves one record however it
+// ends (audit.Recorder): a refused scope is a failure of the caller's.
 func (s *Server) route(route routes.Route) http.Handler {
 	h := s.handlers[route.Name]
+	audited := s.cfg.Audit != nil && route.Audited()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, route.Name, "")
 		var caller sshdeck.Principal
@@ -201,12 +211,26 @@ func (s *Server) route(route routes.Route) http.Handler {
 				return
 			}
 			web.NoteRequest(r, route.Name, caller.UserID)
-			if !caller.Can(route.Scope) {
-				web.WriteError(w, r, s.log, sshdeck.MissingScope(route.Scope, route.Method, route.Path))
-				return
-			}
 		}
-		if err := h(w, r, caller); err != nil {
+		var note *sshdeck.AuditNote
+		if audited {
+			var ctx context.Context
+			ctx, note = s.cfg.Audit.Begin(r.Context(), caller.UserID, route.Name, r.URL.Path, web.RequestID(r.Context()), audit.SourceIP(r, false))
+			r = r.WithContext(ctx)
+		}
+		var err error
+		if !caller.Can(route.Scope) {
+			err = sshdeck.MissingScope(route.Scope, route.Method, route.Path)
+		} else {
+			err = h(w, r, caller)
+		}
+		// A public route's request refused before it named anyone (a
+		// login's malformed body) leaves no record: no one may fill the
+		// trail without trying a credential.
+		if note != nil && !(route.Public && sshdeck.ErrorCode(err) == sshdeck.Invalid) {
+			s.cfg.Audit.Finish(r.Context(), note, err)
+		}
+		if err != nil {
 			web.WriteError(w, r, s.log, err)
 		}
 	})

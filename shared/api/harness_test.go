@@ -24,6 +24,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/accounts"
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/api"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/files"
@@ -129,6 +130,7 @@ func (e *env) server() *api.Server {
 		Releases:      releases.NewService(github, e.store, log, e.clock),
 		Ping:          e.store.Ping,
 		Authenticator: e.authn,
+		Audit:         &audit.Recorder{Store: e.store, Now: e.clock, Log: log},
 		Logger:        log,
 	})
 }

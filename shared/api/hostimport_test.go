@@ -200,7 +200,7 @@ func TestImportRefusedWritesNothing(t *testing.T) {
 	for i := range many {
 		many[i] = host(int64(i + 1))
 	}
-	if resp := e.sendJSON("POST", e.alice, "/ssh/db/host/import", many); resp.Status != http.StatusBadRequest || !strings.Contains(string(resp.Body), "at most 99") {
+	if resp := e.sendJSON("POST", e.alice, "/ssh/db/host/import", many); resp.Status != http.StatusBadRequest || !strings.Contains(string(resp.Body), "at most 98") {
 		t.Errorf("100 hosts: %d %s", resp.Status, resp.Body)
 	}
 	if resp := e.do(request{method: "POST", path: "/ssh/db/host/import", token: e.alice, contentType: "application/yaml", body: []byte("- ip: x")}); resp.Status != http.StatusUnsupportedMediaType {

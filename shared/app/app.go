@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/secret"
@@ -48,7 +49,10 @@ type App struct {
 	Sealer *secret.Sealer
 	// Auth checks bearer tokens against the store, caching answers 30 s.
 	Auth *auth.Authenticator
-	Log  *slog.Logger
+	// Audit records the changes of every service over the store, kept
+	// SSHDECK_AUDIT_DAYS.
+	Audit *audit.Recorder
+	Log   *slog.Logger
 }
 
 // Options are what differs between the binaries beyond their settings.
@@ -147,6 +151,7 @@ func newApp(cfg config.Config, opts Options, store sshdeck.Store, keyring secret
 		Store:  store,
 		Sealer: secret.NewSealer(keyring),
 		Auth:   auth.NewAuthenticator(store, store, nil),
+		Audit:  &audit.Recorder{Store: store, Retention: cfg.AuditRetention(), Log: log},
 		Log:    log,
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
@@ -63,7 +64,8 @@ func NewID(t time.Time) string {
 // Recorder begins and finishes the notes of one service's requests.
 type Recorder struct {
 	Store sshdeck.AuditStore
-	// Retention is how long a record is kept (config.AuditRetention).
+	// Retention is how long a record is kept (config.AuditRetention; 0 is
+	// the default, 400 days).
 	Retention time.Duration
 	Log       *slog.Logger
 	// Now is the clock (time.Now when nil).
@@ -78,16 +80,22 @@ func (rec *Recorder) Begin(ctx context.Context, actor, action, target, requestID
 		now = rec.Now
 	}
 	t := now().UTC()
+	retention := rec.Retention
+	if retention <= 0 {
+		retention = config.DefaultAuditDays * 24 * time.Hour
+	}
 	n := &sshdeck.AuditNote{Record: sshdeck.AuditRecord{
 		ID: NewID(t), Time: t, Actor: actor, Action: action, Target: target,
 		RequestID: requestID, SourceIP: sourceIP, Outcome: sshdeck.AuditSuccess,
-		ExpiresAt: t.Add(rec.Retention),
+		ExpiresAt: t.Add(retention),
 	}}
 	return sshdeck.WithAudit(ctx, n), n
 }
 
 // Finish ends the request's note: when no store write took it, it writes
-// it alone, a failure when err is not nil. A record that cannot be
+// it alone, a failure when err is not nil, and marks it written, so that a
+// request that finishes early (a forward, recorded once it is open) is
+// recorded once. A record that cannot be
 // written is logged (without a credential: records hold none) and does not
 // change the request's answer: the change, if any, was made.
 func (rec *Recorder) Finish(ctx context.Context, n *sshdeck.AuditNote, err error) {
@@ -101,7 +109,12 @@ func (rec *Recorder) Finish(ctx context.Context, n *sshdeck.AuditNote, err error
 	// is written all the same.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if werr := rec.Store.PutAuditRecord(wctx, &n.Record); werr != nil && rec.Log != nil {
+	werr := rec.Store.PutAuditRecord(wctx, &n.Record)
+	if werr == nil {
+		n.MarkWritten()
+		return
+	}
+	if rec.Log != nil {
 		rec.Log.Error("audit record not written", "request_id", n.Record.RequestID, "action", n.Record.Action,
 			"target", n.Record.Target, "outcome", string(n.Record.Outcome), "error", werr.Error())
 	}

@@ -46,7 +46,8 @@ func (a *Admin) AddUser(ctx context.Context, name string, admin bool) (*sshdeck.
 		return nil, err
 	}
 	u := &sshdeck.User{ID: sshdeck.NewID("usr_"), Name: name, Admin: admin, CreatedAt: a.timestamp()}
-	if err := a.store.CreateUser(ctx, u); err != nil {
+	sshdeck.SetAuditTarget(ctx, UserTarget(u))
+	if err := a.store.CreateUser(sshdeck.AuditCommit(ctx), u); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -96,7 +97,8 @@ func (a *Admin) Issue(ctx context.Context, u *sshdeck.User, label string, scopes
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}
-	if err := a.store.CreateTokenWithin(ctx, t, a.tokenLimit); err != nil {
+	sshdeck.SetAuditTarget(ctx, "token "+t.ID+" of "+UserTarget(u))
+	if err := a.store.CreateTokenWithin(sshdeck.AuditCommit(ctx), t, a.tokenLimit); err != nil {
 		return "", nil, err
 	}
 	return bearer, t, nil
@@ -131,7 +133,8 @@ func (a *Admin) change(ctx context.Context, name string, change sshdeck.UserChan
 	if err != nil {
 		return nil, err
 	}
-	if u, err = a.store.UpdateUser(ctx, u.ID, change); err != nil {
+	sshdeck.SetAuditTarget(ctx, UserTarget(u))
+	if u, err = a.store.UpdateUser(sshdeck.AuditCommit(ctx), u.ID, change); err != nil {
 		return nil, err
 	}
 	if a.auth != nil {
@@ -197,6 +200,7 @@ func (a *Admin) RevokeAll(ctx context.Context, name string) ([]TokenInfo, error)
 	if err != nil {
 		return nil, err
 	}
+	sshdeck.SetAuditTarget(ctx, "every token of "+UserTarget(u))
 	revoked, err := a.revokeAll(ctx, u)
 	if err != nil {
 		return nil, err
@@ -215,7 +219,7 @@ func (a *Admin) revokeAll(ctx context.Context, u *sshdeck.User) ([]*sshdeck.Toke
 // RevokeOthers revokes every token of the user but the one with the id
 // keep ("" keeps none), and returns those it revoked.
 func (a *Admin) RevokeOthers(ctx context.Context, userID, keep string) ([]*sshdeck.Token, error) {
-	revoked, err := a.store.RevokeUserTokens(ctx, userID, a.timestamp(), keep)
+	revoked, err := a.store.RevokeUserTokens(sshdeck.AuditCommit(ctx), userID, a.timestamp(), keep)
 	if a.auth != nil {
 		a.auth.forgetUser(userID)
 	}
@@ -224,7 +228,8 @@ func (a *Admin) RevokeOthers(ctx context.Context, userID, keep string) ([]*sshde
 
 // RevokeToken revokes the token with the id.
 func (a *Admin) RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error) {
-	t, err := a.store.RevokeToken(ctx, id, a.timestamp())
+	sshdeck.SetAuditTarget(ctx, "token "+id)
+	t, err := a.store.RevokeToken(sshdeck.AuditCommit(ctx), id, a.timestamp())
 	if err != nil {
 		return nil, err
 	}
@@ -261,3 +266,7 @@ func checkUserName(name string) error {
 	}
 	return nil
 }
+
+// UserTarget names a user in audit records: by id, with the name for
+// people.
+func UserTarget(u *sshdeck.User) string { return "user " + u.ID + " (" + u.Name + ")" }

@@ -59,6 +59,9 @@ const (
 	// EventBus is the EventBridge bus the audit records go to in AWS (the
 	// stream consumer's).
 	EventBus = "SSHDECK_EVENT_BUS"
+	// TrustForwardedFor: the tunnel service is behind a load balancer,
+	// whose X-Forwarded-For names the caller ("true"; the CDK app sets it).
+	TrustForwardedFor = "SSHDECK_TRUST_FORWARDED_FOR"
 
 	// The limits that keep one user from exhausting a deployment shared
 	// by many (API.md, "Limits, paging and tenancy"); see Limits.
@@ -149,6 +152,7 @@ type Config struct {
 	AuditDays                 int
 	WebhookURL, WebhookSecret string
 	EventBus                  string
+	TrustForwardedFor         bool
 
 	AWS AWS
 }
@@ -236,6 +240,13 @@ func Load(getenv func(string) string) (Config, error) {
 			}
 			*l.v = n
 		}
+	}
+	switch v := getenv(TrustForwardedFor); v {
+	case "", "false":
+	case "true":
+		c.TrustForwardedFor = true
+	default:
+		return c, fmt.Errorf("%s: %q is neither true nor false", TrustForwardedFor, v)
 	}
 	c.AuditDays = DefaultAuditDays
 	if v := getenv(AuditDays); v != "" {

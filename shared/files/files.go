@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,7 +92,8 @@ func (s *Service) AddRecent(ctx context.Context, owner string, in *Input) error 
 	if err != nil {
 		return err
 	}
-	return hostError(s.store.PutRecentFile(ctx, e, s.MaxRecent()), e.HostID)
+	sshdeck.SetAuditTarget(ctx, fileTarget(e.HostID, e.Kind, e.Path))
+	return hostError(s.store.PutRecentFile(sshdeck.AuditCommit(ctx), e, s.MaxRecent()), e.HostID)
 }
 
 // AddShortcut adds the path to the host's shortcuts; a path that is there
@@ -101,7 +103,8 @@ func (s *Service) AddShortcut(ctx context.Context, owner string, in *Input) (add
 	if err != nil {
 		return false, err
 	}
-	added, err = s.store.AddShortcut(ctx, e, s.MaxShortcuts())
+	sshdeck.SetAuditTarget(ctx, fileTarget(e.HostID, e.Kind, e.Path))
+	added, err = s.store.AddShortcut(sshdeck.AuditCommit(ctx), e, s.MaxShortcuts())
 	return added, hostError(err, e.HostID)
 }
 
@@ -187,10 +190,11 @@ func (s *Service) Delete(ctx context.Context, owner string, hostID int64, kind s
 	if err := checkPath(path); err != nil {
 		return err
 	}
+	sshdeck.SetAuditTarget(ctx, fileTarget(hostID, kind, path))
 	if err := s.checkHost(ctx, owner, hostID); err != nil {
 		return err
 	}
-	return s.store.DeleteFile(ctx, owner, hostID, kind, path)
+	return s.store.DeleteFile(sshdeck.AuditCommit(ctx), owner, hostID, kind, path)
 }
 
 // CheckHostID reports whether id can be a host id at all; the API uses it
@@ -274,4 +278,10 @@ func baseName(path string) string {
 		return path
 	}
 	return trimmed[strings.LastIndex(trimmed, "/")+1:]
+}
+
+// fileTarget names an entry of a host's list in its audit records: the
+// path is the user's, not a secret.
+func fileTarget(hostID int64, kind sshdeck.FileKind, path string) string {
+	return fmt.Sprintf("host %d %s %s", hostID, kind, path)
 }

@@ -155,7 +155,8 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 	if h.Sealed, err = s.seal(ctx, h, creds, nil); err != nil {
 		return nil, err
 	}
-	if err := s.store.CreateHost(ctx, h, s.maxHosts()); err != nil {
+	sshdeck.SetAuditTarget(ctx, hostTarget(id))
+	if err := s.store.CreateHost(sshdeck.AuditCommit(ctx), h, s.maxHosts()); err != nil {
 		return nil, err
 	}
 	if err := s.afterWrite(ctx, owner, nil, h); err != nil {
@@ -169,6 +170,7 @@ func (s *Service) Create(ctx context.Context, owner string, in *Input) (*Record,
 // since is PreconditionFailed; without one, a lost race is retried on the
 // newer record, so no writer's credentials are merged into a stale copy.
 func (s *Service) Update(ctx context.Context, owner string, id int64, in *Input, ifMatch *Precondition) (*Record, error) {
+	sshdeck.SetAuditTarget(ctx, hostTarget(id))
 	cfg, err := in.config()
 	if err != nil {
 		return nil, err
@@ -212,7 +214,7 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 		if h.Sealed, err = s.seal(ctx, &h, creds, &secret.Previous{Plain: stored, Sealed: cur.Sealed}); err != nil {
 			return nil, err
 		}
-		err = s.store.UpdateHost(ctx, &h)
+		err = s.store.UpdateHost(sshdeck.AuditCommit(ctx), &h)
 		switch {
 		case err == nil:
 			if err := s.afterWrite(ctx, owner, cur, &h); err != nil {
@@ -236,6 +238,7 @@ func (s *Service) readMergeWrite(ctx context.Context, owner string, id int64, cf
 // With tunnels, the host is read first whatever the precondition: its
 // name tells which tunnels name it as their endpoint (tunnels.go).
 func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch *Precondition) error {
+	sshdeck.SetAuditTarget(ctx, hostTarget(id))
 	version, ok := ifMatch.version()
 	var cur *sshdeck.Host
 	if !ok || s.tunnels != nil {
@@ -250,7 +253,7 @@ func (s *Service) Delete(ctx context.Context, owner string, id int64, ifMatch *P
 			version = cur.Version
 		}
 	}
-	err := s.store.DeleteHost(ctx, owner, id, version)
+	err := s.store.DeleteHost(sshdeck.AuditCommit(ctx), owner, id, version)
 	if sshdeck.ErrorCode(err) == sshdeck.Conflict {
 		return preconditionFailed(id)
 	}
@@ -343,4 +346,15 @@ func recordOf(h *sshdeck.Host, creds sshdeck.Credentials) Record {
 		cfg.JumpHosts = []sshdeck.JumpHost{}
 	}
 	return Record{ID: h.ID, HostConfig: cfg, Credentials: creds, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, Version: h.Version}
+}
+
+// hostTarget names a host in its audit records.
+func hostTarget(id int64) string { return fmt.Sprintf("host %d", id) }
+
+// importTarget names the hosts of an import, whose ids are consecutive.
+func importTarget(hosts []*sshdeck.Host) string {
+	if len(hosts) == 1 {
+		return hostTarget(hosts[0].ID)
+	}
+	return fmt.Sprintf("hosts %d to %d", hosts[0].ID, hosts[len(hosts)-1].ID)
 }

@@ -148,7 +148,8 @@ func (s *Service) Import(ctx context.Context, owner string, items []ImportItem) 
 			return nil, err
 		}
 	}
-	if err := s.store.CreateHosts(ctx, hosts, s.maxHosts()); err != nil {
+	sshdeck.SetAuditTarget(ctx, importTarget(hosts))
+	if err := s.store.CreateHosts(sshdeck.AuditCommit(ctx), hosts, s.maxHosts()); err != nil {
 		return nil, err
 	}
 	for i, h := range hosts {

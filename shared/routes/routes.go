@@ -50,6 +50,10 @@ type Route struct {
 	// ms of a full core), so its function gets PasswordMemoryMB rather
 	// than DefaultMemoryMB, for the CPU that memory buys (MemoryMB).
 	Argon2 bool
+	// Unaudited: the route writes no one's change, so its requests leave
+	// no audit record; every other Write route's request leaves one
+	// (Audited).
+	Unaudited bool
 	// Stream: in AWS the route's answer is streamed (API Gateway's
 	// responseTransferMode STREAM, InvokeWithResponseStream): it may pass
 	// Lambda's 6 MB limit on a buffered response (up to Lambda's 200 MB),
@@ -102,7 +106,7 @@ var All = []Route{
 
 	// The feed reads nothing of a user's, so any token may read it, but it
 	// writes the cache every function instance shares: Write.
-	{Name: "releases-feed", Method: "GET", Path: "/releases/rss", Scope: anyScope, Access: Write},
+	{Name: "releases-feed", Method: "GET", Path: "/releases/rss", Scope: anyScope, Access: Write, Unaudited: true},
 
 	// Login reads the user and their credentials (the TOTP secret is
 	// sealed), counts failures and writes the token it issues.
@@ -118,6 +122,13 @@ var All = []Route{
 	{Name: "list-tokens", Method: "GET", Path: "/tokens", Scope: tokens, Access: Read},
 	{Name: "create-token", Method: "POST", Path: "/tokens", Scope: tokens, Access: Write},
 	{Name: "delete-token", Method: "DELETE", Path: "/tokens/{id}", Scope: tokens, Access: Write},
+
+	// The audit trail: an admin reads everyone's, another caller their
+	// own with the tokens scope (the handler decides, so that an
+	// admin-only token reads it too). The export is the whole trail kept,
+	// streamed a page at a time.
+	{Name: "list-audit", Method: "GET", Path: "/audit", Scope: anyScope, Access: Read},
+	{Name: "export-audit", Method: "GET", Path: "/audit/export", Scope: anyScope, Access: Read, Stream: true},
 }
 
 // Tunnel is every route of the tunnel service (tunnel_url): not Lambda
@@ -156,6 +167,11 @@ func (r Route) MemoryMB() int {
 	}
 	return DefaultMemoryMB
 }
+
+// Audited reports whether each request of the route leaves one audit
+// record (API.md, "Audit and events"): the Write routes, whose requests
+// change what users and admins made, but those that say otherwise.
+func (r Route) Audited() bool { return r.Access == Write && !r.Unaudited }
 
 // ByName returns the route with the name.
 func ByName(name string) (Route, bool) {

@@ -108,6 +108,14 @@ func SetAuditTarget(ctx context.Context, target string) {
 	}
 }
 
+// SetAuditActor names who the request acts as, once it is known (a login's
+// user); a no-op when the request is not audited.
+func SetAuditActor(ctx context.Context, actor string) {
+	if n := AuditOf(ctx); n != nil {
+		n.Record.Actor = actor
+	}
+}
+
 // AuditCommit marks ctx as the context of the store write that is the
 // request's change (its commit point): the store writes the request's note
 // in that write's transaction. A service passes it to that one write, so

@@ -146,8 +146,9 @@ type HostStore interface {
 
 // MaxHostBatch is the most hosts one CreateHosts stores, so the most
 // hosts of one import: what one DynamoDB transaction holds (100 items)
-// beside the owner's count of hosts, one item a host.
-const MaxHostBatch = 99
+// beside the owner's count of hosts and the import's audit record, one
+// item a host.
+const MaxHostBatch = 98
 
 // CheckBatch reports why a HostStore must refuse to create hosts in one
 // batch: none, too many, one that CheckNew refuses, two owners or an id

@@ -353,7 +353,7 @@ func (m *Manager) Disconnect(ctx context.Context, owner, name string, cancelled 
 // that runs it elsewhere stops it at its next heartbeat, when its lease
 // renewal finds no tunnel. NotFound when absent.
 func (m *Manager) Delete(ctx context.Context, owner, name string) error {
-	err := m.store.DeleteTunnel(ctx, owner, name, 0)
+	err := m.store.DeleteTunnel(sshdeck.AuditCommit(ctx), owner, name, 0)
 	if sshdeck.ErrorCode(err) == sshdeck.NotFound {
 		return sshdeck.Errorf(sshdeck.NotFound, "no tunnel named %q", name)
 	}
@@ -373,7 +373,8 @@ func (m *Manager) Delete(ctx context.Context, owner, name string) error {
 // service writes a host's tunnels with too), and tells the status streams.
 func (m *Manager) write(ctx context.Context, owner, name string, create bool, change func(*sshdeck.Tunnel)) (*sshdeck.Tunnel, error) {
 	w := tunnelrecord.Writer{Store: m.store, Limit: m.opts.TunnelLimit, Now: m.opts.Now}
-	t, err := w.Write(ctx, owner, name, create, func(t *sshdeck.Tunnel) error {
+	// A user's connect or disconnect: the write is the request's change.
+	t, err := w.Write(sshdeck.AuditCommit(ctx), owner, name, create, func(t *sshdeck.Tunnel) error {
 		change(t)
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -27,6 +28,13 @@ type Config struct {
 	Authenticator Authenticator
 	// Ping reports whether the store answers, for /healthz.
 	Ping func(context.Context) error
+	// Audit records the requests of the audited routes (routes.Route.
+	// Audited): connect, disconnect, cancel, delete and forwards. nil
+	// records none.
+	Audit *audit.Recorder
+	// BehindProxy: the service is behind a load balancer (the ALB in
+	// AWS), whose X-Forwarded-For names the caller (audit.SourceIP).
+	BehindProxy bool
 	// StreamRecheck is how often a status stream checks its token again
 	// (DefaultStreamRecheck, 30 s; at most 30 s, API.md); StreamMaxAge how
 	// long a stream lives at most (DefaultStreamMaxAge, 1 h).
@@ -109,8 +117,11 @@ func (s *server) handlers() map[string]http.Handler {
 }
 
 // authenticated checks the caller's token and the route's scope, then
-// calls h with the caller's user id.
+// calls h with the caller's user id. A request of an audited route that
+// got past authentication leaves one audit record, as the base_url API's
+// do (shared/api).
 func (s *server) authenticated(rt routes.Route, h handlerFunc) http.Handler {
+	audited := s.Audit != nil && rt.Audited()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var caller sshdeck.Principal
 		header, err := web.Authorization(r)
@@ -118,11 +129,23 @@ func (s *server) authenticated(rt routes.Route, h handlerFunc) http.Handler {
 			caller, err = s.Authenticator.Authenticate(r.Context(), header)
 		}
 		web.NoteRequest(r, rt.Name, caller.UserID)
-		if err == nil && !caller.Can(rt.Scope) {
-			err = sshdeck.MissingScope(rt.Scope, rt.Method, rt.Path)
+		if err != nil {
+			web.WriteError(w, r, s.log, err)
+			return
 		}
-		if err == nil {
+		var note *sshdeck.AuditNote
+		if audited {
+			var ctx context.Context
+			ctx, note = s.Audit.Begin(r.Context(), caller.UserID, rt.Name, r.URL.Path, web.RequestID(r.Context()), audit.SourceIP(r, s.BehindProxy))
+			r = r.WithContext(ctx)
+		}
+		if !caller.Can(rt.Scope) {
+			err = sshdeck.MissingScope(rt.Scope, rt.Method, rt.Path)
+		} else {
 			err = h(w, r, caller.UserID)
+		}
+		if note != nil {
+			s.Audit.Finish(r.Context(), note, err)
 		}
 		if err != nil {
 			web.WriteError(w, r, s.log, err)
@@ -140,6 +163,7 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request, owner string) e
 	if err := web.DecodeBody(w, r, &req); err != nil {
 		return err
 	}
+	sshdeck.SetAuditTarget(r.Context(), tunnelTarget(req.Name))
 	if err := s.Manager.Connect(r.Context(), owner, &req); err != nil {
 		return err
 	}
@@ -168,6 +192,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request, owner string) er
 // delete serves DELETE /ssh/tunnel/{name}: the tunnel is stopped wherever
 // it runs and forgotten.
 func (s *server) delete(w http.ResponseWriter, r *http.Request, owner string) error {
+	sshdeck.SetAuditTarget(r.Context(), tunnelTarget(r.PathValue("name")))
 	if err := s.Manager.Delete(r.Context(), owner, r.PathValue("name")); err != nil {
 		return err
 	}
@@ -194,6 +219,7 @@ func (s *server) disconnect(cancelled bool) handlerFunc {
 		if err := check.Text("tunnelName", req.TunnelName, 1, tunnel.MaxNameLen, false); err != nil {
 			return err
 		}
+		sshdeck.SetAuditTarget(r.Context(), tunnelTarget(req.TunnelName))
 		if err := s.Manager.Disconnect(r.Context(), owner, req.TunnelName, cancelled); err != nil {
 			return err
 		}
@@ -201,3 +227,8 @@ func (s *server) disconnect(cancelled bool) handlerFunc {
 		return nil
 	}
 }
+
+// tunnelTarget names a tunnel in audit records. A name too long or with
+// control characters is refused before the target is set; a record may
+// still hold a connect's name that its checks refuse, quoted.
+func tunnelTarget(name string) string { return fmt.Sprintf("tunnel %q", name) }

@@ -2,6 +2,7 @@ package tunnelapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -33,7 +34,9 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, owner string) e
 	if err := check.Text("via", ref, 1, maxViaRef, false); err != nil {
 		return err
 	}
-	if target := q.Get("target"); target != "" {
+	target := q.Get("target")
+	sshdeck.SetAuditTarget(r.Context(), forwardTarget(ref, target))
+	if target != "" {
 		if err := s.Manager.CheckTarget(r.Context(), target); err != nil {
 			return err
 		}
@@ -65,6 +68,10 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, owner string) e
 	if err != nil {
 		s.log.Info("forward: the WebSocket upgrade failed", "request_id", web.RequestID(r.Context()), "error", err.Error())
 		return nil // Accept answered
+	}
+	// The forward is open: its record now, not when it ends, hours later.
+	if note := sshdeck.AuditOf(r.Context()); note != nil {
+		s.Audit.Finish(r.Context(), note, nil)
 	}
 	go s.recheck(ctx, cancel, r.Header.Get("Authorization"), owner, "forward")
 	if err := forwarding.Serve(ctx, conn, via.Dial, s.log); err != nil {
@@ -111,4 +118,13 @@ func isWebSocket(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// forwardTarget names a forward in audit records: its via host, and its
+// one target for -L.
+func forwardTarget(via, target string) string {
+	if target == "" {
+		return fmt.Sprintf("forward via %q", via)
+	}
+	return fmt.Sprintf("forward via %q to %q", via, target)
 }

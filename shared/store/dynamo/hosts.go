@@ -143,7 +143,8 @@ func (s *Store) CreateHost(ctx context.Context, h *sshdeck.Host, max int) error 
 // the update of the owner's counter, ADD count len(hosts) conditioned on
 // room for them all (LimitExceeded) and raising n to the batch's highest
 // id, as CreateHost does for one. So a batch is at most MaxHostBatch
-// hosts: 99 puts and the counter, a transaction's 100 items. Unlike
+// hosts: 98 puts, the counter and the request's audit record, a
+// transaction's 100 items. Unlike
 // CreateHost it puts no count of shortcuts for each host, which would
 // halve the batch: a host without one counts its shortcuts once, at its
 // first AddShortcut, as a host of before the counts does. A transaction

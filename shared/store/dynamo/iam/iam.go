@@ -148,6 +148,11 @@ var routeActions = map[string][]string{
 	// Token again and a transaction of the token's Update and the Delete
 	// of its listing (refused, a GetItem of the token).
 	"delete-token": {deleteItem, getItem, updateItem},
+
+	// AuditRecords: a Query of the month partitions (everyone's), or of
+	// gsi1 (one actor's, routeIndexQueries), a page at a time.
+	"list-audit":   {query},
+	"export-audit": {query},
 }
 
 // TokenIndex is the table's global secondary index, gsi1
@@ -160,7 +165,7 @@ const TokenIndex = "gsi1"
 // (the tokens of before the listing items, and revoked ones too), in
 // change-password and update-user. Each gets Query on the index alone,
 // on the index partitions of users (routeIndexPartitions).
-var routeIndexQueries = []string{"change-password", "list-tokens", "update-user"}
+var routeIndexQueries = []string{"change-password", "export-audit", "list-audit", "list-tokens", "update-user"}
 
 // RouteActions returns the DynamoDB actions ("dynamodb:GetItem") that the
 // Lambda function of the named route needs on the table, sorted, without

@@ -1,6 +1,10 @@
 package iam
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/sshdeck/sshdeck/shared/routes"
+)
 
 // The partitions of the table (shared/store/dynamo/README.md, "Items"), as
 // IAM's dynamodb:LeadingKeys condition matches them (StringLike: * is any
@@ -19,6 +23,9 @@ const (
 	alertsPartition     = "ALERTS"      // alerts
 	tunnelPartition     = "TUNNELS"     // tunnels
 	pingPartition       = "PING"        // the item Ping reads, which never exists
+	auditPartitions     = "AUDIT#*"     // audit records, by month
+	// In TokenIndex (gsi1), an actor's audit records.
+	auditActorPartitions = "AUDITBY#*"
 )
 
 // Statement is one statement of a role's policy on the table: Actions,
@@ -177,11 +184,32 @@ var routePartitions = map[string][]string{
 	"create-token": {userPartitions, tokenPartitions, tokenIDPartitions},
 	// The token's id, the token, and its listing in USER#<owner>.
 	"delete-token": {tokenIDPartitions, tokenPartitions, userPartitions},
+
+	// The audit trail: everyone's by month (an admin), one actor's in the
+	// index (routeIndexPartitions).
+	"list-audit":   {auditPartitions},
+	"export-audit": {auditPartitions},
+}
+
+// auditRecords is the statement of every audited route (routes.Route.
+// Audited): the Put of its request's audit record, alone or in the
+// transaction of its change, and nothing else of AUDIT#*: no role but the
+// readers of the trail reads it, and none changes or deletes a record
+// (DynamoDB's TTL does, past SSHDECK_AUDIT_DAYS).
+func auditRecords() Statement {
+	return Statement{Actions: []string{putItem}, Partitions: []string{auditPartitions}}
 }
 
 // routeIndexPartitions are the index partitions a route of
-// routeIndexQueries queries: USER#<userId>, the gsi1pk of a user's tokens.
-var routeIndexPartitions = []string{userPartitions}
+// routeIndexQueries queries: USER#<userId>, the gsi1pk of a user's tokens,
+// and AUDITBY#<actor>, of an actor's audit records.
+var routeIndexPartitions = map[string][]string{
+	"change-password": {userPartitions},
+	"list-tokens":     {userPartitions},
+	"update-user":     {userPartitions},
+	"list-audit":      {auditActorPartitions},
+	"export-audit":    {auditActorPartitions},
+}
 
 // RoutePolicy is what the Lambda function of the named route may do: its
 // actions (RouteActions) on its partitions of the table, and, for a route
@@ -194,7 +222,10 @@ func RoutePolicy(route string) (Policy, bool) {
 	}
 	p := Policy{{Actions: actions, Partitions: slices.Clone(routePartitions[route])}}
 	if slices.Contains(routeIndexQueries, route) {
-		p = append(p, Statement{Actions: []string{query}, Partitions: slices.Clone(routeIndexPartitions), Index: TokenIndex})
+		p = append(p, Statement{Actions: []string{query}, Partitions: slices.Clone(routeIndexPartitions[route]), Index: TokenIndex})
+	}
+	if r, _ := routes.ByName(route); r.Audited() {
+		p = append(p, auditRecords())
 	}
 	return p, true
 }
@@ -237,5 +268,6 @@ func TunnelServicePolicy() Policy {
 		{Actions: reads, Partitions: []string{pingPartition, tunnelPartition, ownerPartitions, tokenPartitions, userPartitions}},
 		{Actions: writes, Partitions: []string{tunnelPartition, ownerPartitions}},
 		{Actions: []string{updateItem}, Partitions: []string{tokenPartitions}},
+		auditRecords(),
 	}
 }

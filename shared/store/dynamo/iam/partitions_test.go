@@ -9,24 +9,36 @@ import (
 )
 
 // TestEveryRouteHasPartitions: every route's policy names the partitions
-// it may touch on the table, and those of TokenIndex for a route that
-// queries it; every list here belongs to a route.
+// it may touch on the table, those of TokenIndex for a route that queries
+// it (users' for the tokens, actors' for the audit trail), and the Put of
+// audit records for an audited route; every list here belongs to a route.
 func TestEveryRouteHasPartitions(t *testing.T) {
 	for _, r := range routes.All {
 		p, ok := RoutePolicy(r.Name)
 		want := 1
-		if slices.Contains(routeIndexQueries, r.Name) {
-			want = 2
+		index := slices.Contains(routeIndexQueries, r.Name)
+		if index {
+			want++
+		}
+		if r.Audited() {
+			want++
 		}
 		if !ok || len(p) != want || p[0].Index != "" || len(p[0].Partitions) == 0 || len(p[0].Actions) == 0 {
 			t.Errorf("route %s: policy %v", r.Name, p)
 			continue
 		}
-		if want == 2 && (p[1].Index != TokenIndex || !slices.Equal(p[1].Actions, []string{query}) || !slices.Equal(p[1].Partitions, []string{userPartitions})) {
-			t.Errorf("route %s: its statement on the index is %+v, want Query of %s on USER#*", r.Name, p[1], TokenIndex)
+		indexPartition := userPartitions
+		if strings.HasSuffix(r.Name, "-audit") {
+			indexPartition = auditActorPartitions
 		}
-		if got := p.Indexes(); want == 1 && len(got) != 0 {
+		if index && (p[1].Index != TokenIndex || !slices.Equal(p[1].Actions, []string{query}) || !slices.Equal(p[1].Partitions, []string{indexPartition})) {
+			t.Errorf("route %s: its statement on the index is %+v, want Query of %s on %s", r.Name, p[1], TokenIndex, indexPartition)
+		}
+		if got := p.Indexes(); !index && len(got) != 0 {
 			t.Errorf("route %s names the indexes %v", r.Name, got)
+		}
+		if last := p[len(p)-1]; r.Audited() != (slices.Equal(last.Actions, []string{putItem}) && slices.Equal(last.Partitions, []string{auditPartitions})) {
+			t.Errorf("route %s (audited %t): its last statement is %+v", r.Name, r.Audited(), last)
 		}
 	}
 	for name := range routePartitions {

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os/user"
+	"time"
+
+	"github.com/sshdeck/sshdeck/shared/alerts"
+	"github.com/sshdeck/sshdeck/shared/audit"
+	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/sshdeck"
+)
+
+// auditedAdmin records each admin command that changes something (API.md,
+// "Audit and events": the admin CLI and its socket), as the API records
+// its requests: one record per command, written with the change, a
+// failure alone. The actor is "cli:<os user>" of whoever ran the command,
+// the source "local". It wraps the store's admin operations wherever they
+// run: in the command's own process, or in serve's, behind the socket.
+type auditedAdmin struct {
+	admin
+	rec *audit.Recorder
+	// actor is the command's; "" takes the one its context carries
+	// (withActor: the socket's request's).
+	actor string
+}
+
+// adminSource is the source address of the admin commands' records.
+const adminSource = "local"
+
+// do runs op as the command action on target, recorded.
+func (a auditedAdmin) do(ctx context.Context, action, target string, op func(context.Context) error) error {
+	actor := a.actor
+	if actor == "" {
+		actor, _ = ctx.Value(actorKey{}).(string)
+	}
+	if actor == "" {
+		actor = "cli:unknown"
+	}
+	ctx, note := a.rec.Begin(ctx, actor, action, target, cliRequestID(), adminSource)
+	err := op(ctx)
+	a.rec.Finish(ctx, note, err)
+	return err
+}
+
+func (a auditedAdmin) AddUser(ctx context.Context, name string, isAdmin bool) (u *sshdeck.User, err error) {
+	err = a.do(ctx, "user-add", "user named "+name, func(ctx context.Context) error {
+		u, err = a.admin.AddUser(ctx, name, isAdmin)
+		return err
+	})
+	return u, err
+}
+
+func (a auditedAdmin) SetDisabled(ctx context.Context, name string, disabled bool) (u *sshdeck.User, revoked []*sshdeck.Token, err error) {
+	action := "user-enable"
+	if disabled {
+		action = "user-disable"
+	}
+	err = a.do(ctx, action, "user named "+name, func(ctx context.Context) error {
+		u, revoked, err = a.admin.SetDisabled(ctx, name, disabled)
+		return err
+	})
+	return u, revoked, err
+}
+
+func (a auditedAdmin) SetAdmin(ctx context.Context, name string, isAdmin bool) (u *sshdeck.User, err error) {
+	err = a.do(ctx, "user-set-admin", "user named "+name, func(ctx context.Context) error {
+		u, err = a.admin.SetAdmin(ctx, name, isAdmin)
+		return err
+	})
+	return u, err
+}
+
+func (a auditedAdmin) SetPassword(ctx context.Context, name, password string) (u *sshdeck.User, err error) {
+	err = a.do(ctx, "user-passwd", "user named "+name, func(ctx context.Context) error {
+		u, err = a.admin.SetPassword(ctx, name, password)
+		return err
+	})
+	return u, err
+}
+
+func (a auditedAdmin) CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (bearer string, t *sshdeck.Token, err error) {
+	err = a.do(ctx, "token-create", "a token of user named "+userName, func(ctx context.Context) error {
+		bearer, t, err = a.admin.CreateScopedToken(ctx, userName, label, scopes, ttl)
+		return err
+	})
+	return bearer, t, err
+}
+
+func (a auditedAdmin) RevokeToken(ctx context.Context, id string) (t *sshdeck.Token, err error) {
+	err = a.do(ctx, "token-revoke", "token "+id, func(ctx context.Context) error {
+		t, err = a.admin.RevokeToken(ctx, id)
+		return err
+	})
+	return t, err
+}
+
+func (a auditedAdmin) RevokeAll(ctx context.Context, userName string) (list []auth.TokenInfo, err error) {
+	err = a.do(ctx, "token-revoke-all", "every token of user named "+userName, func(ctx context.Context) error {
+		list, err = a.admin.RevokeAll(ctx, userName)
+		return err
+	})
+	return list, err
+}
+
+func (a auditedAdmin) PublishAlert(ctx context.Context, in *alerts.Input) (al *sshdeck.Alert, err error) {
+	err = a.do(ctx, "alert-publish", "a new alert", func(ctx context.Context) error {
+		al, err = a.admin.PublishAlert(ctx, in)
+		return err
+	})
+	return al, err
+}
+
+func (a auditedAdmin) DeleteAlert(ctx context.Context, id string) error {
+	return a.do(ctx, "alert-delete", "alert "+id, func(ctx context.Context) error {
+		return a.admin.DeleteAlert(ctx, id)
+	})
+}
+
+type actorKey struct{}
+
+// withActor returns ctx carrying the actor of a command that reached
+// serve through the admin socket.
+func withActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// cliActor names who runs this command: "cli:" and the OS user.
+func cliActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	return "cli:" + name
+}
+
+// cliRequestID is a command's request id in its record: the admin
+// commands have no HTTP request of their own.
+func cliRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "cli-" + hex.EncodeToString(b[:])
+}
