@@ -209,7 +209,7 @@ func (r *Receiver) wait(t testing.TB, done func() bool, what string) {
 func NewRecord(target string) *sshdeck.AuditRecord {
 	now := time.Now().UTC()
 	return &sshdeck.AuditRecord{
-		ID: audit.NewID(now), Time: now, Actor: "usr_webhooktest", Action: "create-host", Target: target,
+		ID: audit.NewID(now), Time: now, Actor: "cli:webhooktest", Action: "webhooktest-change", Target: target,
 		RequestID: "req-" + target, SourceIP: "203.0.113.9", Outcome: sshdeck.AuditSuccess,
 		ExpiresAt: now.Add(24 * time.Hour),
 	}
