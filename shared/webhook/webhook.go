@@ -139,7 +139,8 @@ func New(ctx context.Context, store Store, opts Options) (*Deliverer, error) {
 // Run delivers records until ctx ends, in commit order, each until the
 // receiver answers 2xx, and waits for new ones when all are delivered.
 // It returns once ctx ends: at once from a wait, within the shutdown
-// grace from an attempt in flight.
+// grace from an attempt in flight. Run a Deliverer once, and one per
+// store: the cursor is its own.
 func (d *Deliverer) Run(ctx context.Context) {
 	for {
 		entries, err := d.store.AuditStream(ctx, d.cursor, batchSize)
