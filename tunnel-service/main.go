@@ -12,6 +12,8 @@
 //     see tunnel.OptionsFrom.
 //
 // Its wiring is shared/app's, with the SDK's credential chain (awschain).
+// It delivers no webhooks: SSHDECK_WEBHOOK_URL is `sshdeck serve`'s, and
+// in AWS the audit events go to EventBridge.
 //
 // `tunnel-service healthcheck` asks a running service's /healthz and exits
 // 0 when it is healthy: the container's health check.

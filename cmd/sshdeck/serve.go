@@ -59,6 +59,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer a.Close()
+	// Webhooks start before anything of this start is written (the
+	// bootstrap), so that a first configuration's cursor is the store's
+	// end before it; deferred after a.Close, they stop before it.
+	stopWebhooks, err := startWebhooks(ctx, cfg.Config, a.Store, log)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
 	apiCfg, err := api.FromApp(a)
 	if err != nil {
 		return err

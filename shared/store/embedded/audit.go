@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -33,7 +34,11 @@ var (
 // PutAuditRecord writes a record alone: a failure, or a change that is no
 // store write.
 func (s *Store) PutAuditRecord(ctx context.Context, r *sshdeck.AuditRecord) error {
-	return s.update(ctx, "put audit record", func(tx *bolt.Tx) error { return putAudit(tx, r) })
+	err := s.update(ctx, "put audit record", func(tx *bolt.Tx) error { return putAudit(tx, r) })
+	if err == nil {
+		s.auditWritten.signal()
+	}
+	return err
 }
 
 // putAudit writes r in tx, under the next sequence number, and deletes the
@@ -152,16 +157,17 @@ func (s *Store) AuditStream(ctx context.Context, after uint64, limit int) ([]Aud
 }
 
 // AuditCursor is the sequence number of the last record the webhooks
-// delivered (0: none).
-func (s *Store) AuditCursor(ctx context.Context) (uint64, error) {
-	var seq uint64
-	err := s.view(ctx, "audit cursor", func(tx *bolt.Tx) error {
+// delivered; ok is false when the store never had a cursor (webhooks were
+// never configured), which the deliverer tells apart from "none delivered
+// yet" (0) to start from the end (AuditEnd) rather than the beginning.
+func (s *Store) AuditCursor(ctx context.Context) (seq uint64, ok bool, err error) {
+	err = s.view(ctx, "audit cursor", func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyAuditCursor); len(v) == 8 {
-			seq = binary.BigEndian.Uint64(v)
+			seq, ok = binary.BigEndian.Uint64(v), true
 		}
 		return nil
 	})
-	return seq, err
+	return seq, ok, err
 }
 
 // SetAuditCursor records that the webhooks delivered every record up to
@@ -170,6 +176,46 @@ func (s *Store) SetAuditCursor(ctx context.Context, seq uint64) error {
 	return s.update(ctx, "set audit cursor", func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyAuditCursor, u64(seq))
 	})
+}
+
+// AuditEnd is the sequence number of the last record committed (0: none
+// ever), purged or not: a cursor set to it delivers only the records
+// committed from then on.
+func (s *Store) AuditEnd(ctx context.Context) (uint64, error) {
+	var seq uint64
+	err := s.view(ctx, "audit end", func(tx *bolt.Tx) error {
+		seq = tx.Bucket(bucketAudit).Sequence()
+		return nil
+	})
+	return seq, err
+}
+
+// AuditWritten is signalled after a commit that wrote an audit record,
+// so that the webhooks' deliverer, its one reader, sends it at once
+// instead of at its next poll. A signal may stand for several commits,
+// and a reader that missed one finds the records at its poll: it is a
+// hint, never the queue (the audit bucket is).
+func (s *Store) AuditWritten() <-chan struct{} { return s.auditWritten.channel() }
+
+// auditSignal is AuditWritten's channel, made at its first use so that a
+// Store needs no constructor for it.
+type auditSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (a *auditSignal) channel() chan struct{} {
+	a.once.Do(func() { a.ch = make(chan struct{}, 1) })
+	return a.ch
+}
+
+// signal wakes the reader without waiting: a signal already pending
+// stands for this one too.
+func (a *auditSignal) signal() {
+	select {
+	case a.channel() <- struct{}{}:
+	default:
+	}
 }
 
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

@@ -9,6 +9,7 @@
 //
 //	meta                 "schema" → "8" (decimal); a newer schema is refused;
 //	                     "audit_cursor" → 8-byte sequence the webhooks delivered
+//	                     (absent: webhooks were never configured)
 //	users                user id → JSON userRecord
 //	usernames            user name → user id
 //	tokens               token id → JSON tokenRecord

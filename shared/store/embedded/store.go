@@ -45,6 +45,8 @@ var ErrLocked = errors.New("store is locked")
 type Store struct {
 	db    *bolt.DB
 	group groupCommit
+	// auditWritten wakes the webhooks (AuditWritten).
+	auditWritten auditSignal
 }
 
 var _ sshdeck.Store = (*Store)(nil)
@@ -152,6 +154,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(*bolt.Tx) error) 
 	})
 	if err == nil {
 		note.MarkWritten()
+		s.auditWritten.signal()
 	}
 	return wrap(op, err)
 }
