@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
 	"github.com/sshdeck/sshdeck/internal/gobuild"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
@@ -240,6 +243,33 @@ func TestServeBootstrapsAndIsAdministeredWhileRunning(t *testing.T) {
 	srv = serve(t, dir)
 	if got := srv.status(t, strings.TrimSpace(out), "/ssh/db/host"); got != 200 {
 		t.Fatalf("token made while stopped: %d", got)
+	}
+
+	// Each command left its audit record, through the socket or not: the
+	// OS user's, from "local"; the first start's admin is the system's.
+	status, export := srv.get(t, adminToken, "/audit/export")
+	if status != 200 {
+		t.Fatalf("audit export: %d %s", status, export)
+	}
+	var got []string
+	for line := range strings.Lines(export) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.SourceIP == "local" {
+			got = append(got, fmt.Sprintf("%s %s %s %s", r.Actor, r.Action, r.Outcome, r.Code))
+		}
+	}
+	me := cliActor()
+	want := []string{
+		"system bootstrap success ",
+		me + " user-add success ", me + " user-add failure conflict",
+		me + " token-create success ", me + " token-revoke success ", me + " token-create failure not_found",
+		me + " token-create success ",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the admin commands' records:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	srv.stop(t)
 	for line := range srv.stdout {

@@ -27,8 +27,13 @@ import (
 // then as events by checkEvents.
 const eventStream = "text/event-stream"
 
+// ndjson is the media type of newline-delimited JSON (the audit export):
+// validated as a string, then line by line by checkLines.
+const ndjson = "application/x-ndjson"
+
 func init() {
 	openapi3filter.RegisterBodyDecoder(eventStream, openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder(ndjson, openapi3filter.PlainBodyDecoder)
 }
 
 // Validator checks requests' responses against openapi.yaml.
@@ -173,7 +178,51 @@ func (v *Validator) check(req *http.Request, status int, header http.Header, bod
 	if !options.ExcludeResponseBody && isEventStream(header.Get("Content-Type")) {
 		return v.checkEvents(route.Operation, status, header.Get("Content-Type"), body)
 	}
+	if !options.ExcludeResponseBody && mediaType(header.Get("Content-Type")) == ndjson {
+		return v.checkLines(route.Operation, status, header.Get("Content-Type"), body)
+	}
 	return nil
+}
+
+// checkLines checks an NDJSON body: every line is one JSON value valid
+// against the schema its media type's x-sshdeck-lines names (required).
+func (v *Validator) checkLines(op *openapi3.Operation, status int, contentType string, body []byte) error {
+	var name string
+	if resp := op.Responses.Status(status); resp != nil && resp.Value != nil {
+		if mt := resp.Value.Content.Get(contentType); mt != nil {
+			name, _ = mt.Extensions["x-sshdeck-lines"].(string)
+		}
+	}
+	schema := v.doc.Components.Schemas[name]
+	if schema == nil || schema.Value == nil {
+		return fmt.Errorf("ndjson: the media type names no schema of components.schemas in x-sshdeck-lines (%q)", name)
+	}
+	n := 0
+	for line := range strings.Lines(string(body)) {
+		n++
+		if !strings.HasSuffix(line, "\n") {
+			return fmt.Errorf("ndjson: line %d does not end the body with a newline", n)
+		}
+		var value any
+		if err := json.Unmarshal([]byte(line), &value); err != nil {
+			return fmt.Errorf("ndjson: line %d is not one JSON value: %v", n, err)
+		}
+		if err := schema.Value.VisitJSON(value, v.schemaOptions()...); err != nil {
+			return fmt.Errorf("ndjson: line %d doesn't match schema %q: %v", n, name, err)
+		}
+	}
+	return nil
+}
+
+// schemaOptions are the options of validating a response's value against
+// a schema.
+func (v *Validator) schemaOptions() []openapi3.SchemaValidationOption {
+	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsResponse(), openapi3.MultiErrors(),
+		openapi3.SetSchemaErrorMessageCustomizer(schemaError)}
+	if v.doc.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.EnableJSONSchema2020())
+	}
+	return opts
 }
 
 // checkEvents checks a text/event-stream body: every line is a field
@@ -189,11 +238,7 @@ func (v *Validator) checkEvents(op *openapi3.Operation, status int, contentType 
 			schemas, _ = mt.Extensions["x-sshdeck-events"].(map[string]any)
 		}
 	}
-	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsResponse(), openapi3.MultiErrors(),
-		openapi3.SetSchemaErrorMessageCustomizer(schemaError)}
-	if v.doc.IsOpenAPI31OrLater() {
-		opts = append(opts, openapi3.EnableJSONSchema2020())
-	}
+	opts := v.schemaOptions()
 	event, data, n := "", []string(nil), 0
 	for line := range strings.Lines(string(body)) {
 		if !strings.HasSuffix(line, "\n") {
@@ -257,9 +302,14 @@ func schemaError(err *openapi3.SchemaError) string {
 	return "at /" + strings.Join(err.JSONPointer(), "/") + ": " + reason
 }
 
-func isEventStream(contentType string) bool {
-	mediaType, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mediaType == eventStream
+func isEventStream(contentType string) bool { return mediaType(contentType) == eventStream }
+
+func mediaType(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	return mt
 }
 
 func isJSON(contentType string) bool {

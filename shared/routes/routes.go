@@ -123,12 +123,11 @@ var All = []Route{
 	{Name: "create-token", Method: "POST", Path: "/tokens", Scope: tokens, Access: Write},
 	{Name: "delete-token", Method: "DELETE", Path: "/tokens/{id}", Scope: tokens, Access: Write},
 
-	// The audit trail: an admin reads everyone's, another caller their
-	// own with the tokens scope (the handler decides, so that an
-	// admin-only token reads it too). The export is the whole trail kept,
-	// streamed a page at a time.
-	{Name: "list-audit", Method: "GET", Path: "/audit", Scope: anyScope, Access: Read},
-	{Name: "export-audit", Method: "GET", Path: "/audit/export", Scope: anyScope, Access: Read, Stream: true},
+	// The audit trail, an account's security log: the caller's own with
+	// the tokens scope, everyone's with admin as well. The export is the
+	// whole trail kept, streamed a page at a time.
+	{Name: "list-audit", Method: "GET", Path: "/audit", Scope: tokens, Access: Read},
+	{Name: "export-audit", Method: "GET", Path: "/audit/export", Scope: tokens, Access: Read, Stream: true},
 }
 
 // Tunnel is every route of the tunnel service (tunnel_url): not Lambda

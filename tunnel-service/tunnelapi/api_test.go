@@ -32,6 +32,7 @@ import (
 	"github.com/sshdeck/sshdeck/internal/logbuf"
 	"github.com/sshdeck/sshdeck/internal/openapitest"
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/secret"
@@ -129,6 +130,7 @@ func newAPIEnv(t *testing.T, setup apiSetup) *apiEnv {
 	}
 	srv := httptest.NewServer(New(Config{
 		Manager: e.manager, Authenticator: authn, Ping: ping, Logger: log,
+		Audit:         &audit.Recorder{Store: e.store, Log: log},
 		StreamRecheck: setup.streamRecheck, StreamMaxAge: setup.streamMaxAge,
 	}))
 	t.Cleanup(srv.Close)

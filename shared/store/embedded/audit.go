@@ -19,8 +19,9 @@ import (
 // follows the bucket from a sequence on (AuditStream: the webhooks) never
 // misses a record committed behind one it has read. Two index buckets
 // answer queries: audit_time, keyed by time (8 bytes of Unix nanoseconds)
-// then sequence, and audit_actor, keyed by actor, a zero byte, then the
-// same; both hold the sequence. A record past its ExpiresAt is deleted by
+// then id, the order of queries and of their cursors (a page ends at a
+// record's time and id), and audit_actor, keyed by actor, a zero byte,
+// then the same; both hold the sequence. A record past its ExpiresAt is deleted by
 // the writes of later ones, oldest first (purgeAudit).
 
 var (
@@ -55,7 +56,7 @@ func putAudit(tx *bolt.Tx, r *sshdeck.AuditRecord) error {
 	if err := putJSON(b, u64(seq), auditRecordOf(r)); err != nil {
 		return err
 	}
-	at := timeKey(r.Time, seq)
+	at := timeKey(r.Time, r.ID)
 	if err := tx.Bucket(bucketAuditTime).Put(at, u64(seq)); err != nil {
 		return err
 	}
@@ -98,11 +99,10 @@ func (s *Store) AuditRecords(ctx context.Context, q sshdeck.AuditQuery) ([]*sshd
 		if q.Actor != "" {
 			index, prefix = tx.Bucket(bucketAuditActor), actorKey(q.Actor, nil)
 		}
-		since := q.Since
-		if q.After != nil && q.After.Time.After(since) {
-			since = q.After.Time
+		from := append(bytes.Clone(prefix), timeKey(q.Since, "")...)
+		if q.After != nil && !q.After.Time.Before(q.Since) {
+			from = append(bytes.Clone(prefix), timeKey(q.After.Time, q.After.ID)...)
 		}
-		from := append(bytes.Clone(prefix), timeKey(since, 0)...)
 		records := tx.Bucket(bucketAudit)
 		c := index.Cursor()
 		for k, v := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix) && (q.Limit <= 0 || len(out) < q.Limit); k, v = c.Next() {
@@ -220,15 +220,15 @@ func (a *auditSignal) signal() {
 
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-// timeKey is a record's key in the time index: its time, then its
-// sequence, so that records of one nanosecond keep their commit order.
-// Times before 1970 are 0: no record has one.
-func timeKey(t time.Time, seq uint64) []byte {
+// timeKey is a record's key in the time index: its time, then its id, so
+// that the index's order is the queries' (time, id) whatever the order of
+// the commits. Times before 1970 are 0: no record has one.
+func timeKey(t time.Time, id string) []byte {
 	ns := uint64(max(t.UnixNano(), 0))
 	if t.IsZero() {
 		ns = 0
 	}
-	return binary.BigEndian.AppendUint64(u64(ns), seq)
+	return append(u64(ns), id...)
 }
 
 // actorKey is a key of the actor index: actor, a zero byte (no actor holds

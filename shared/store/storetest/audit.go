@@ -75,6 +75,21 @@ func testAuditQuery(t *testing.T, s sshdeck.Store) {
 	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Limit: 2, After: all[1]}), all[2:4], "the next page")
 	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Limit: 2, After: all[5]}), nil, "past the last")
 	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Actor: "usr_alice", Limit: 1, After: alice[0]}), alice[1:2], "alice's next page")
+
+	// Records of one instant are in id order, whatever the order of their
+	// writes, and a page after one of them goes on with the next.
+	late := all[5].Time.Add(time.Hour)
+	var same []*sshdeck.AuditRecord
+	for _, id := range []string{"aud_c", "aud_a", "aud_b"} {
+		r := auditRecord(9, "usr_alice")
+		r.ID, r.Time = id, late
+		must(t, s.PutAuditRecord(t.Context(), r), "PutAuditRecord")
+		same = append(same, r)
+	}
+	same[0], same[1], same[2] = same[1], same[2], same[0]
+	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Since: late}), same, "one instant's, in id order")
+	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Since: late, After: same[0], Limit: 1}), same[1:2], "after the first of one instant")
+	sameAudit(t, auditRecords(t, s, sshdeck.AuditQuery{Actor: "usr_alice", After: same[1]}), same[2:], "alice's after the second of one instant")
 }
 
 // audited returns a context whose store write is an audited request's
