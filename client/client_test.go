@@ -230,6 +230,31 @@ func TestClientCallsEveryRoute(t *testing.T) {
 		}
 	})
 
+	// The changes above left their records: bob's own, and everyone's for
+	// the admin, the same through the pages and the export.
+	t.Run("audit", func(t *testing.T) {
+		mine, err := collect(bob.Audit(ctx, client.AuditQuery{}, 2))
+		if err != nil || len(mine) == 0 {
+			t.Fatalf("Audit: %d records, %v", len(mine), err)
+		}
+		for _, r := range mine {
+			if r.Actor != mine[0].Actor {
+				t.Errorf("bob reads %s's record %+v", r.Actor, r)
+			}
+		}
+		all, err := collect(admin.Audit(ctx, client.AuditQuery{}, 0))
+		if err != nil || len(all) <= len(mine) {
+			t.Fatalf("the admin's Audit: %d records, %v", len(all), err)
+		}
+		exported, err := collect(admin.ExportAudit(ctx, client.AuditQuery{Since: all[0].Time}))
+		if err != nil || len(exported) < len(all) || exported[0].ID != all[0].ID {
+			t.Errorf("ExportAudit: %d records (%v), the pages %d", len(exported), err, len(all))
+		}
+		if _, err := collect(bob.Audit(ctx, client.AuditQuery{Actor: "usr_somebody"}, 0)); sshdeck.ErrorCode(err) != sshdeck.Forbidden {
+			t.Errorf("bob reading another's records: %v", err)
+		}
+	})
+
 	t.Run("alerts and releases", func(t *testing.T) {
 		a, err := admin.PublishAlert(ctx, alerts.Input{Title: "Maintenance", Message: "at noon", ExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), Priority: sshdeck.PriorityHigh, Type: sshdeck.AlertWarning})
 		if err != nil || a.ID == "" {
@@ -331,6 +356,9 @@ func TestClientCallsEveryRoute(t *testing.T) {
 		if err := <-ended; err != nil {
 			t.Errorf("the forward ended with %v", err)
 		}
+		// The service logs the forward's request once its session ends,
+		// which the client's end does not wait for.
+		waitUntil(t, "the forward's request logged", func() bool { return slices.Contains(s.routes.called(), "tunnel-forward") })
 	})
 
 	// Every route was reached, once the requests in flight (the stream)
@@ -384,3 +412,16 @@ func names[T, K any](list []T, key func(T) K) []K {
 }
 
 func hostID(r hosts.Record) int64 { return r.ID }
+
+// waitUntil polls ok until it holds, failing after a minute: a wait on
+// something the service does once a moment has passed, never on its speed.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
