@@ -16,6 +16,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/client"
 	"github.com/sshdeck/sshdeck/shared/accounts"
+	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/auth"
 )
 
@@ -301,5 +302,42 @@ func TestTunnelWatchJSON(t *testing.T) {
 	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[1]), &second) != nil ||
 		first["event"] != "status" || first["status"].(map[string]any)["status"] != "connected" || second["event"] != "deleted" || second["name"] != "db" {
 		t.Errorf("tunnel watch --json:\n%s", &buf)
+	}
+}
+
+// TestAuditCommand: a user's own records as a table and as NDJSON, the
+// login's first; another user's filter refused, and --since checked.
+func TestAuditCommand(t *testing.T) {
+	srv, _ := withUser(t, "frank", "frank's password")
+	home := t.TempDir()
+	env := clientEnv(home, filepath.Join(home, "config.json"))
+	runStdin(t, env, "frank's password\n", true, "login", "--url", srv.url, "--tunnel-url", srv.tunnelURL, "--user", "frank")
+	runStdin(t, env, "pw\n", true, "host", "add", "--name", "web", "--ip", "10.0.0.9", "--user", "u", "--password-stdin")
+
+	out, _ := runStdin(t, env, "", true, "audit")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[1], " login ") ||
+		!strings.Contains(lines[2], " create-host ") || !strings.Contains(lines[2], " host 1 ") || !strings.Contains(lines[2], " success ") {
+		t.Errorf("sshdeck audit:\n%s", out)
+	}
+	out, _ = runStdin(t, env, "", true, "audit", "--json", "--since", "1h")
+	var records []audit.Record
+	for line := range strings.Lines(out) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit --json line %q: %v", line, err)
+		}
+		records = append(records, r)
+	}
+	if len(records) != 2 || records[1].Action != "create-host" || records[1].Actor != records[0].Actor || records[1].Outcome != "success" {
+		t.Errorf("audit --json: %+v", records)
+	}
+	_, stderr := runStdin(t, env, "", false, "audit", "--actor", "usr_someone")
+	if !strings.Contains(stderr, "only an admin reads another user's audit records") {
+		t.Errorf("another's records: %s", stderr)
+	}
+	_, stderr = runStdin(t, env, "", false, "audit", "--since", "yesterday")
+	if !strings.Contains(stderr, `"yesterday" is neither a duration`) {
+		t.Errorf("a bad --since: %s", stderr)
 	}
 }

@@ -66,6 +66,8 @@ Usage:
         the stored host HOST, through the tunnel service, until ^C)
   sshdeck forward -D [bind_address:]port --via HOST [-q]
         (ssh -D: a SOCKS5 proxy whose connections are made from HOST)
+  sshdeck audit [--since 24h | --since TIME] [--actor ID] [--json]
+        (your audit records, or an admin's everyone's; --json: NDJSON)
 
 Settings come from flags, else from SSHDECK_DATA (default ./.sshdeck),
 SSHDECK_ADDR (default 127.0.0.1:8080) and SSHDECK_TABLE; serve also reads
@@ -76,7 +78,7 @@ work while serve runs: they go through its admin socket in the data
 directory. With --table they administer a deployment's DynamoDB table, with
 the AWS credentials of the environment.
 
-The client commands (login, logout, host, tunnel, forward) call the API of the
+The client commands (login, logout, host, tunnel, forward, audit) call the API of the
 profile that sshdeck login stored: --profile NAME (or SSHDECK_PROFILE, or
 the last login). Profiles are kept in $SSHDECK_CONFIG, else
 sshdeck/config.json in the user's config directory (mode 0600).
@@ -189,6 +191,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = tunnelWatchCommand(ctx, rest, stdout, stderr)
 	case "forward":
 		err = forwardCommand(ctx, rest, stdout, stderr)
+	case "audit":
+		err = auditCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
