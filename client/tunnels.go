@@ -75,7 +75,23 @@ type TunnelStatus struct {
 	AutoStart        bool                 `json:"autoStart"`
 	IsPinned         bool                 `json:"isPinned"`
 	Mode             sshdeck.TunnelMode   `json:"mode"`
-	UpdatedAt        time.Time            `json:"updatedAt"`
+	// UpdatedAt is when the status was last written: a change of state,
+	// or of its counts.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// ConnectedSince is when the current connection came up; nil unless
+	// connected.
+	ConnectedSince *time.Time `json:"connectedSince"`
+	// BytesIn (from the endpoint's clients to the source), BytesOut (back)
+	// and ActiveConnections count since the tunnel was last started; nil
+	// for a direct tunnel, whose bytes never pass through the service.
+	BytesIn           *int64 `json:"bytesIn"`
+	BytesOut          *int64 `json:"bytesOut"`
+	ActiveConnections *int   `json:"activeConnections"`
+	// Reconnects counts the times it came up again after a failure.
+	Reconnects int `json:"reconnects"`
+	// LastError is the reason of the latest failure, kept once it is up
+	// again; nil when none.
+	LastError *string `json:"lastError"`
 }
 
 // nameRequest is the body of disconnect and cancel (tunnelapi.NameRequest).
