@@ -8,6 +8,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -146,6 +148,24 @@ func (c *Client) TunnelStatus(ctx context.Context, name string) (*TunnelStatus, 
 		return nil, err
 	}
 	return &st, nil
+}
+
+// TunnelMetrics is GET {tunnel_url}/metrics (an admin token): the
+// Prometheus text of the tunnels the answering replica runs, as it is.
+func (c *Client) TunnelMetrics(ctx context.Context) (string, error) {
+	if c.TunnelURL == "" {
+		return "", ErrNoTunnelURL
+	}
+	resp, err := c.send(ctx, call{base: c.TunnelURL, method: "GET", path: "/metrics"})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("GET /metrics: reading the answer: %w", err)
+	}
+	return string(b), nil
 }
 
 // tunnelPath escapes a tunnel's name for a {name...} path: each segment
