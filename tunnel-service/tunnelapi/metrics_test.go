@@ -22,7 +22,8 @@ import (
 // Prometheus text that parses, with the counts of a real relay tunnel that
 // carried bytes, a waiting tunnel whose name needs escaping, and the
 // replica's totals. The statuses of both tunnels show their counts, as
-// openapi.yaml says (e.do checks every answer against it).
+// openapi.yaml says (e.do checks every answer against it), and the status
+// stream sends them.
 func TestAPIMetrics(t *testing.T) {
 	w := tunneltest.NewWorld(t)
 	e := newAPIEnv(t, apiSetup{world: w})
@@ -36,6 +37,8 @@ func TestAPIMetrics(t *testing.T) {
 	}
 	e.get("/metrics", e.alice).wantError(t, http.StatusForbidden, sshdeck.Forbidden, "admin")
 
+	stream, closeStream := e.openStream(e.alice)
+	defer closeStream()
 	port := sshdtest.FreePort(t)
 	e.connect(e.alice, map[string]any{
 		"name":             "web",
@@ -63,6 +66,12 @@ func TestAPIMetrics(t *testing.T) {
 	web := e.waitStatus(e.alice, "web", "its bytes counted", func(st tunnel.Status) bool {
 		return st.BytesIn != nil && *st.BytesIn == n && st.BytesOut != nil && *st.BytesOut == n
 	})
+	// The stream sends the counts as they reach the store.
+	for {
+		if st := stream.next(t); st.Name == "web" && st.BytesIn != nil && *st.BytesIn == n {
+			break
+		}
+	}
 	if web.ConnectedSince == nil || web.ActiveConnections == nil || *web.ActiveConnections != 0 || web.Reconnects != 0 || web.LastError != nil {
 		t.Errorf("web's status: connectedSince %v, activeConnections %v, reconnects %d, lastError %v; want set, 0, 0, null",
 			web.ConnectedSince, web.ActiveConnections, web.Reconnects, web.LastError)
