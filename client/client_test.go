@@ -308,6 +308,13 @@ func TestClientCallsEveryRoute(t *testing.T) {
 		if st, err := bob.TunnelStatus(ctx, "db"); err != nil || st.Name != "db" {
 			t.Fatalf("TunnelStatus: %+v %v", st, err)
 		}
+		// An operator's view of the replica: admin only.
+		if text, err := admin.TunnelMetrics(ctx); err != nil || !strings.Contains(text, "# TYPE sshdeck_tunnel_bytes_total counter\n") {
+			t.Errorf("TunnelMetrics: %v\n%s", err, text)
+		}
+		if _, err := bob.TunnelMetrics(ctx); sshdeck.ErrorCode(err) != sshdeck.Forbidden {
+			t.Errorf("TunnelMetrics with bob's token: %v, want 403 forbidden", err)
+		}
 		if err := bob.Cancel(ctx, "db"); err != nil {
 			t.Errorf("Cancel: %v", err)
 		}

@@ -8,6 +8,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -75,7 +77,23 @@ type TunnelStatus struct {
 	AutoStart        bool                 `json:"autoStart"`
 	IsPinned         bool                 `json:"isPinned"`
 	Mode             sshdeck.TunnelMode   `json:"mode"`
-	UpdatedAt        time.Time            `json:"updatedAt"`
+	// UpdatedAt is when the status was last written: a change of state,
+	// or of its counts.
+	UpdatedAt time.Time `json:"updatedAt"`
+	// ConnectedSince is when the current connection came up; nil unless
+	// connected.
+	ConnectedSince *time.Time `json:"connectedSince"`
+	// BytesIn (from the endpoint's clients to the source), BytesOut (back)
+	// and ActiveConnections count since the tunnel was last started; nil
+	// for a direct tunnel, whose bytes never pass through the service.
+	BytesIn           *int64 `json:"bytesIn"`
+	BytesOut          *int64 `json:"bytesOut"`
+	ActiveConnections *int   `json:"activeConnections"`
+	// Reconnects counts the times it came up again after a failure.
+	Reconnects int `json:"reconnects"`
+	// LastError is the reason of the latest failure, kept once it is up
+	// again; nil when none.
+	LastError *string `json:"lastError"`
 }
 
 // nameRequest is the body of disconnect and cancel (tunnelapi.NameRequest).
@@ -130,6 +148,24 @@ func (c *Client) TunnelStatus(ctx context.Context, name string) (*TunnelStatus, 
 		return nil, err
 	}
 	return &st, nil
+}
+
+// TunnelMetrics is GET {tunnel_url}/metrics (an admin token): the
+// Prometheus text of the tunnels the answering replica runs, as it is.
+func (c *Client) TunnelMetrics(ctx context.Context) (string, error) {
+	if c.TunnelURL == "" {
+		return "", ErrNoTunnelURL
+	}
+	resp, err := c.send(ctx, call{base: c.TunnelURL, method: "GET", path: "/metrics"})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("GET /metrics: reading the answer: %w", err)
+	}
+	return string(b), nil
 }
 
 // tunnelPath escapes a tunnel's name for a {name...} path: each segment

@@ -30,6 +30,11 @@ func TestWireTypesAreTheServices(t *testing.T) {
 	st := client.TunnelStatus{Name: "n", Status: sshdeck.TunnelWaiting, RetryCount: 1, MaxRetries: 3, NextRetryIn: 4, Reason: "r",
 		ErrorType: &et, RetryExhausted: true, ManualDisconnect: true, HostName: "h", SourcePort: 1, EndpointPort: 2,
 		AutoStart: true, IsPinned: true, Mode: sshdeck.TunnelDirect, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	since, bytesIn, bytesOut, active, lastError := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC), int64(5<<40), int64(7), 16, "endpoint: the connection closed"
+	counted := st
+	counted.Status, counted.ConnectedSince, counted.Reconnects, counted.LastError = sshdeck.TunnelConnected, &since, 2, &lastError
+	counted.BytesIn, counted.BytesOut, counted.ActiveConnections = &bytesIn, &bytesOut, &active
+	sameJSON(t, counted, &tunnel.Status{})
 	sameJSON(t, st, &tunnel.Status{})
 	sameJSON(t, client.TunnelStatus{}, &tunnel.Status{})
 	sameFields(t, reflect.TypeFor[client.ConnectRequest](), reflect.TypeFor[tunnel.ConnectRequest]())

@@ -37,6 +37,9 @@ var guardExceptions = map[string]guardException{
 	"lambda_inside_vpc_check": {regexp.MustCompile(`^Sshdeck/[A-Za-z]+/Resource$`),
 		"The functions call DynamoDB, KMS and GitHub only: in the VPC they would reach KMS and GitHub through the " +
 			"NAT gateway (or paid interface endpoints) for no protection gained; nothing they call is in the VPC."},
+	"cloudwatch_alarm_action_check": {regexp.MustCompile(`^Sshdeck/TunnelsStuckRetrying/`),
+		"The alarm on tunnels stuck retrying notifies the SNS topic that context alarmTopicArn names (the HTTPS synth below gives one " +
+			"and passes); without one it shows on the dashboard and its ARN is an output, for whatever each deployment wires."},
 	"s3_bucket_default_encryption_kms_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),
 		"Load balancers write access logs only to buckets encrypted with S3's keys (SSE-S3), not KMS."},
 	"s3_bucket_logging_enabled_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),

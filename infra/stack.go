@@ -20,6 +20,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	fns := newFunctions(stack, cfg, data)
 	api := newAPI(stack, cfg, fns)
 	tunnel := newTunnelService(stack, cfg, data)
+	metrics := newTunnelMetrics(stack, cfg)
 	if cfg.WAF {
 		newWAF(stack, cfg, api, tunnel.Service.LoadBalancer().LoadBalancerArn())
 	}
@@ -36,6 +37,15 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	awscdk.NewCfnOutput(stack, jsii.String("TunnelLoadBalancer"), &awscdk.CfnOutputProps{
 		Description: jsii.String("the tunnel service's load balancer, for a CNAME (tunnelDomainName)"),
 		Value:       tunnel.Service.LoadBalancer().LoadBalancerDnsName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("TunnelDashboardUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the tunnel service's CloudWatch dashboard"),
+		Value: jsii.String("https://console.aws.amazon.com/cloudwatch/home?region=" + *stack.Region() +
+			"#dashboards:name=" + *metrics.Dashboard.DashboardName()),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("TunnelsStuckAlarmArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the alarm on tunnels stuck retrying, for an SNS topic or another tool (or give context alarmTopicArn)"),
+		Value:       metrics.StuckRetrying.AlarmArn(),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("the DynamoDB table, for sshdeck's admin commands (--table)"),

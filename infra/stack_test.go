@@ -51,7 +51,8 @@ var (
 		// (guard_test.go checks this template too).
 		"logRetentionDays": 731,
 		// cdk.json gives a boolean, -c a string.
-		"waf": false,
+		"waf":           false,
+		"alarmTopicArn": testAlarmTopicARN,
 	}}
 )
 
@@ -328,7 +329,7 @@ func TestOutputs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			names := slices.Sorted(maps.Keys(s.Outputs))
-			if want := []string{"BaseUrl", "TableName", "TunnelLoadBalancer", "TunnelUrl"}; !slices.Equal(names, want) {
+			if want := []string{"BaseUrl", "TableName", "TunnelDashboardUrl", "TunnelLoadBalancer", "TunnelUrl", "TunnelsStuckAlarmArn"}; !slices.Equal(names, want) {
 				t.Errorf("outputs %v, want %v", names, want)
 			}
 			apiID, _ := s.only(t, "AWS::ApiGateway::RestApi")

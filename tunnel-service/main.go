@@ -11,6 +11,12 @@
 //   - SSHDECK_TUNNEL_DENY_CIDRS, SSHDECK_REPLICA_ID, SSHDECK_TUNNEL_LEASE_TTL:
 //     see tunnel.OptionsFrom.
 //
+// With a table (the deployment in AWS), it also writes its metrics as
+// CloudWatch embedded metric format lines on stdout, once a minute, among
+// its log lines (tunnel-service/emf); without one (beside sshdeck serve, or
+// alone over the embedded store) it writes none: GET /metrics is the way
+// to read them there.
+//
 // Its wiring is shared/app's, with the SDK's credential chain (awschain).
 // It delivers no webhooks: SSHDECK_WEBHOOK_URL is `sshdeck serve`'s, and
 // in AWS the audit events go to EventBridge.
@@ -36,6 +42,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/web"
+	"github.com/sshdeck/sshdeck/tunnel-service/emf"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 	"github.com/sshdeck/sshdeck/tunnel-service/tunnelapi"
 )
@@ -90,6 +97,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 	srv := web.NewHTTPServer(handler, log)
 	tunnels.Start()
+	var metrics *emf.Emitter
+	if cfg.Table != "" {
+		// os.Stdout, as the log: each line is one Write, which an *os.File
+		// makes whole between the log's own.
+		metrics = emf.New(os.Stdout, tunnels.Holder(), tunnels.Metrics)
+		go metrics.Run(ctx, emf.Interval)
+	}
 	log.Info("serving", "tunnel_service", "http://"+listener.Addr().String(), "replica", tunnels.Holder())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(listener) }()
@@ -104,6 +118,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 		err = serr
 	}
 	tunnels.Shutdown(shutdownCtx)
+	if metrics != nil {
+		// What the tunnels carried since the last line, up to their end.
+		metrics.Emit(time.Now())
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
+	"github.com/sshdeck/sshdeck/tunnel-service/tunnel"
 )
 
 var binary string
@@ -174,6 +175,12 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
 		t.Fatal(err)
 	}
+	// a's heartbeat writes the counts into the table; b answers with them.
+	const carried = 10 << 20
+	sshdtest.WaitUntil(t, "a's counts read through b", func() bool {
+		st := tunnelStatus(t, b, token, "auto")
+		return st.BytesIn != nil && *st.BytesIn == carried && st.BytesOut != nil && *st.BytesOut == carried
+	})
 
 	a.cmd.Process.Kill() // SIGKILL: no lease released, no status written
 	<-a.exited
@@ -187,9 +194,51 @@ func TestTwoReplicasOverDynamoDB(t *testing.T) {
 	if err := sshdtest.RoundTrip(port, 10<<20); err != nil {
 		t.Fatal(err)
 	}
+	// b goes on from a's counts: the tunnel's, not a replica's.
+	sshdtest.WaitUntil(t, "b's counts on top of a's", func() bool {
+		st := tunnelStatus(t, b, token, "auto")
+		return st.BytesIn != nil && *st.BytesIn >= 2*carried && st.Reconnects == 1
+	})
 	if status, body := call(t, "GET", b.url+"/healthz", "", nil); status != http.StatusOK {
 		t.Fatalf("healthz: %d %s", status, body)
 	}
+	// Over a table, each replica writes its CloudWatch lines among its
+	// log lines, the first at start (tunnel-service/emf checks them whole).
+	for _, r := range []*replica{a, b} {
+		if line := emfLine(r); line == nil || line.AWS.CloudWatchMetrics[0].Namespace != "sshdeck" || line.Service != "tunnel" {
+			t.Errorf("no EMF line of namespace sshdeck, Service tunnel, in a replica's log:\n%s", r.log.String())
+		}
+	}
+}
+
+// tunnelStatus reads a tunnel's status through the replica.
+func tunnelStatus(t *testing.T, r *replica, token, name string) tunnel.Status {
+	t.Helper()
+	status, body := call(t, "GET", r.url+"/ssh/tunnel/status/"+name, token, nil)
+	var st tunnel.Status
+	if status != http.StatusOK || json.Unmarshal(body, &st) != nil {
+		t.Fatalf("status of %s: %d %s", name, status, body)
+	}
+	return st
+}
+
+// emfRecord is what TestTwoReplicasOverDynamoDB reads of an EMF line.
+type emfRecord struct {
+	AWS struct {
+		CloudWatchMetrics []struct{ Namespace string }
+	} `json:"_aws"`
+	Service string
+}
+
+// emfLine returns the first EMF line in the replica's log, or nil.
+func emfLine(r *replica) *emfRecord {
+	for line := range strings.Lines(r.log.String()) {
+		var rec emfRecord
+		if json.Unmarshal([]byte(line), &rec) == nil && len(rec.AWS.CloudWatchMetrics) > 0 {
+			return &rec
+		}
+	}
+	return nil
 }
 
 // TestStoredHostsOverDynamoDB: a tunnel-service process over DynamoDB

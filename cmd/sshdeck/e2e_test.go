@@ -395,6 +395,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		`"title":"acme/deck releases"`, `"total_count":2,"page":1,"per_page":2,"cached":false,"cache_age":0}`,
 		`"per_page":2,"cached":true,`,
 		`{"message":"Connection request received"}`, `{"demo":{"name":"demo","status":"failed"`, `"errorType":"network"`,
+		"sshdeck_tunnels{state=\"connected\"} 0\n",
 		`"code":"forbidden"}`,
 		"imported bastion as host 2\nimported app as host 3\n", "line 11: Match: skipped",
 		"Host app\n", "ProxyJump bastion\n", `"name":"by-id","status":"failed"`, "jump host 1",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // halfCloser is a connection whose sending side closes on its own: SSH
@@ -19,12 +20,19 @@ type halfCloser interface {
 // Pipe copies a to b and b to a. When one side finishes sending, the other
 // is told so (half-close) and may still answer; both close once both
 // directions are done.
-func Pipe(a, b net.Conn) {
+func Pipe(a, b net.Conn) { PipeCounted(a, b, nil, nil) }
+
+// PipeCounted is Pipe that adds the bytes it carries from a to b to aToB,
+// and those from b to a to bToA (either may be nil), as each write of
+// them succeeds: one atomic add per read, so that whoever reads the
+// counters (a tunnel's status, /metrics) sees a long connection's bytes
+// while it is open, and the copy takes no lock.
+func PipeCounted(a, b net.Conn, aToB, bToA *atomic.Int64) {
 	var wg sync.WaitGroup
 	wg.Add(2)
-	half := func(dst, src net.Conn) {
+	half := func(dst, src net.Conn, counter *atomic.Int64) {
 		defer wg.Done()
-		err := CopyPooled(dst, src)
+		err := copyCounted(dst, src, counter)
 		if hc, ok := dst.(halfCloser); ok && err == nil {
 			hc.CloseWrite()
 			return
@@ -33,8 +41,8 @@ func Pipe(a, b net.Conn) {
 		a.Close()
 		b.Close()
 	}
-	go half(a, b)
-	go half(b, a)
+	go half(a, b, bToA)
+	go half(b, a, aToB)
 	wg.Wait()
 	a.Close()
 	b.Close()
@@ -57,13 +65,20 @@ var buffers = sync.Pool{New: func() any { return new([BufferSize]byte) }}
 // dst.ReadFrom when either has one (a *net.TCPConn's allocate, or go
 // through splice where the other side is no socket), and the relay's
 // sides may be any net.Conn. Its error is nil when src ended (io.EOF).
-func CopyPooled(dst io.Writer, src io.Reader) error {
+func CopyPooled(dst io.Writer, src io.Reader) error { return copyCounted(dst, src, nil) }
+
+// copyCounted is CopyPooled adding each write's bytes to counter, unless
+// it is nil.
+func copyCounted(dst io.Writer, src io.Reader, counter *atomic.Int64) error {
 	buf := buffers.Get().(*[BufferSize]byte)
 	defer buffers.Put(buf)
 	for {
 		n, err := src.Read(buf[:])
 		if n > 0 {
 			w, werr := dst.Write(buf[:n])
+			if counter != nil && w > 0 {
+				counter.Add(int64(w))
+			}
 			if werr != nil {
 				return werr
 			}

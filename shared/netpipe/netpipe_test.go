@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -64,3 +66,62 @@ func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
 type shortWriter struct{}
 
 func (shortWriter) Write(p []byte) (int, error) { return len(p) - 1, nil }
+
+// TestPipeCounted carries a different number of bytes each way between
+// two real TCP connections, half-closing as a client does, and checks
+// that each counter holds exactly the bytes carried its way.
+func TestPipeCounted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// pair returns both ends of a loopback TCP connection.
+	pair := func() (client, server net.Conn) {
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		server, err = ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return client, server
+	}
+	aClient, a := pair()
+	bClient, b := pair()
+	defer aClient.Close()
+	defer bClient.Close()
+
+	var aToB, bToA atomic.Int64
+	piped := make(chan struct{})
+	go func() {
+		PipeCounted(a, b, &aToB, &bToA)
+		close(piped)
+	}()
+	// More than one buffer each way, and not a multiple of one.
+	forth := bytes.Repeat([]byte("forth"), 3*BufferSize/5+11)
+	back := bytes.Repeat([]byte("b"), BufferSize+3)
+	send := func(c net.Conn, data []byte) {
+		if _, err := c.Write(data); err != nil {
+			t.Error(err)
+		}
+		c.(*net.TCPConn).CloseWrite()
+	}
+	go send(aClient, forth)
+	if got, err := io.ReadAll(bClient); err != nil || !bytes.Equal(got, forth) {
+		t.Fatalf("b received %d bytes (%v), want the %d sent", len(got), err, len(forth))
+	}
+	// a's direction is done and counted before b answers: half-close.
+	if n := aToB.Load(); n != int64(len(forth)) {
+		t.Errorf("a to b counted %d bytes, want %d", n, len(forth))
+	}
+	go send(bClient, back)
+	if got, err := io.ReadAll(aClient); err != nil || !bytes.Equal(got, back) {
+		t.Fatalf("a received %d bytes (%v), want the %d sent", len(got), err, len(back))
+	}
+	<-piped
+	if n, m := aToB.Load(), bToA.Load(); n != int64(len(forth)) || m != int64(len(back)) {
+		t.Errorf("counted %d bytes a to b and %d b to a, want %d and %d", n, m, len(forth), len(back))
+	}
+}

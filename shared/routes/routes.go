@@ -144,6 +144,9 @@ var Tunnel = []Route{
 	// A forward to the user's machine (a WebSocket) reads its via host's
 	// credentials and remembers host keys, as a tunnel's attempt does.
 	{Name: "tunnel-forward", Method: "GET", Path: "/ssh/forward", Scope: sshdeck.ScopeTunnelsWrite, Access: Write, Credentials: true},
+	// Prometheus text of the tunnels the replica runs, every user's: an
+	// operator's, read from the replica's memory.
+	{Name: "tunnel-metrics", Method: "GET", Path: "/metrics", Scope: admin, Access: Read},
 }
 
 // The memory of a route's Lambda function, in MB. Lambda gives CPU in

@@ -163,6 +163,32 @@ type TunnelStatus struct {
 	// ManualDisconnect is set when a user disconnected or cancelled it.
 	ManualDisconnect bool      `json:"manualDisconnect"`
 	UpdatedAt        time.Time `json:"updatedAt"`
+
+	// The counters below belong to the tunnel's generation: a connect
+	// request, or a change that restarts the tunnel, starts them at zero;
+	// a retry, a takeover by another replica or the service's next start
+	// keeps counting. The replica that runs the tunnel writes them with
+	// every state it reports, and between states at most once a heartbeat,
+	// when they changed.
+
+	// ConnectedAt is when the latest connection came up, kept after it
+	// ended (zero until the first): the API shows it as connectedSince
+	// while the tunnel is connected, and it tells a later connection that
+	// it is a reconnect.
+	ConnectedAt time.Time `json:"connectedAt,omitzero"`
+	// BytesIn are the bytes carried from the endpoint's clients to the
+	// source's port, BytesOut those carried back; a direct tunnel's bytes
+	// never pass through the service, and its counts stay 0.
+	BytesIn  int64 `json:"bytesIn,omitempty"`
+	BytesOut int64 `json:"bytesOut,omitempty"`
+	// ActiveConnections are the forwarded connections open when the status
+	// was written.
+	ActiveConnections int `json:"activeConnections,omitempty"`
+	// Reconnects counts the connections after the first.
+	Reconnects int `json:"reconnects,omitempty"`
+	// LastError is the reason of the latest failure, kept once the tunnel
+	// is up again; it never holds a credential.
+	LastError string `json:"lastError,omitempty"`
 }
 
 // TunnelLease says which service replica runs a tunnel, until when. A

@@ -2,7 +2,7 @@
 // between two hosts, supervised, persisted and shared out among service
 // replicas. It serves no HTTP: its API is tunnel-service/tunnelapi, which
 // calls the Manager's exported methods (Connect, Disconnect, Delete,
-// Status, Statuses, Subscribe) and nothing else.
+// Status, Statuses, Subscribe, Metrics) and nothing else.
 //
 // A tunnel opens SSH to its source host (through the source's jump hosts,
 // when it has any, hop by hop), SSH to its endpoint host through the
@@ -67,6 +67,11 @@
 //     Delete, and the sweep that forgets stopped tunnels after 24 h;
 //   - feed.go: one reading of an owner's statuses per replica, shared by
 //     all of the owner's status streams (Subscribe), and their limit;
+//   - meter.go: what a run counts (bytes each way, connections open,
+//     reconnects, the last failure), with atomics in the copy path;
+//   - metrics.go: those counts written into the tunnel's status (with
+//     each state, and by the heartbeat when they changed), and the
+//     replica's Metrics, for /metrics and CloudWatch;
 //   - status.go: a stored tunnel rendered as the API's status;
 //   - env.go: the settings the environment may change.
 package tunnel

@@ -24,7 +24,10 @@ type forward struct {
 	node         *node // the endpoint's connection; its parent is the source's
 	endpointPort int
 	sourcePort   int
-	log          *slog.Logger
+	// meter counts the bytes carried each way and the connections open
+	// (the run's: it outlives the forward of each attempt).
+	meter *meter
+	log   *slog.Logger
 	// conns counts the connections being carried; node.dispatch adds to
 	// it under the node's lock, so that after unregister nothing does.
 	conns sync.WaitGroup
@@ -61,8 +64,8 @@ type forwardedTCPIP struct {
 // port is taken, or forwarding is not allowed there), or another tunnel
 // on the same connection having the port, is this tunnel's port_conflict
 // alone.
-func listen(n *node, endpointPort, sourcePort int, log *slog.Logger) (*forward, error) {
-	f := &forward{node: n, endpointPort: endpointPort, sourcePort: sourcePort, log: log}
+func listen(n *node, endpointPort, sourcePort int, mt *meter, log *slog.Logger) (*forward, error) {
+	f := &forward{node: n, endpointPort: endpointPort, sourcePort: sourcePort, meter: mt, log: log}
 	if !n.register(f) {
 		return nil, f.conflict()
 	}
@@ -118,7 +121,10 @@ func (f *forward) carry(nc ssh.NewChannel) {
 	// one that does cannot stall its connection.
 	go ssh.DiscardRequests(inReqs)
 	go ssh.DiscardRequests(outReqs)
-	netpipe.Pipe(in, out)
+	// in is the endpoint's client, out the source's port.
+	f.meter.active.Add(1)
+	netpipe.PipeCounted(in, out, &f.meter.bytesIn, &f.meter.bytesOut)
+	f.meter.active.Add(-1)
 	f.mu.Lock()
 	delete(f.live, in)
 	f.mu.Unlock()

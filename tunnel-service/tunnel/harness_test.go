@@ -2,6 +2,8 @@ package tunnel_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,8 +36,18 @@ func waitFor(t testing.TB, m *tunnel.Manager, name string, what string, ok func(
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("tunnel %q never became %s; last status %+v", name, what, last)
+	t.Fatalf("tunnel %q never became %s; last status %s", name, what, statusText(last))
 	return last
+}
+
+// statusText is st as the API shows it, its counts' values rather than
+// their pointers.
+func statusText(st tunnel.Status) string {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Sprintf("%+v", st)
+	}
+	return string(b)
 }
 
 func state(want sshdeck.TunnelState) func(tunnel.Status) bool {

@@ -79,7 +79,7 @@ func (r *runner) attempt(ctx context.Context, retries int) (*failure, time.Durat
 	if f != nil {
 		return f, 0
 	}
-	r.reportConnected(retries)
+	r.reportUp(retries)
 	since := r.now()
 	stable := time.NewTimer(r.stableAfter)
 	f = r.serve(ctx, l.down(), stable.C, retries)

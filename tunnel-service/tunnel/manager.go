@@ -158,6 +158,10 @@ type Manager struct {
 	mu    sync.Mutex
 	runs  map[tunnelKey]*run
 	feeds map[string]*feed // by owner: the status streams' reading
+	// meters are those of the runs here until each run has ended
+	// (retire), and totals what the ended ones counted: Metrics.
+	meters map[*meter]struct{}
+	totals totals
 	// feedsRunning counts the feeds' goroutines.
 	feedsRunning sync.WaitGroup
 }
@@ -186,6 +190,7 @@ func NewManager(store sshdeck.TunnelStore, sealer *secret.Sealer, opts Options) 
 		log:    opts.Log,
 		runs:   map[tunnelKey]*run{},
 		feeds:  map[string]*feed{},
+		meters: map[*meter]struct{}{},
 	}
 	m.forwards.limit, m.forwardSessions.limit = opts.ForwardLimit, opts.ForwardLimit
 	m.dialer = &dialer{deny: newDenyList(opts.Deny), resolver: opts.Resolver, timeout: opts.DialTimeout, keys: &hostKeys{store: store, now: opts.Now}}
@@ -238,14 +243,14 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		defer m.control.Unlock()
 		for k, r := range m.snapshot() {
 			m.stopRun(k)
-			t := r.tunnel
+			t, mt := r.tunnel, &r.runner.meter
 			if t.Spec.AutoStart {
 				st := sshdeck.TunnelStatus{State: sshdeck.TunnelWaiting, Reason: "its service replica stopped; another replica or the next start resumes it"}
-				m.setStatus(ctx, t, st)
+				m.setStatus(ctx, t, mt.counted(st))
 				m.release(ctx, t)
 				continue
 			}
-			m.finish(ctx, t, sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: "the tunnel service stopped"})
+			m.finish(ctx, t, mt.counted(sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: "the tunnel service stopped"}))
 		}
 		m.stopRuns()
 		m.runners.Wait()
@@ -336,7 +341,9 @@ func (m *Manager) Disconnect(ctx context.Context, owner, name string, cancelled 
 	}
 	t, err := m.write(ctx, owner, name, false, func(t *sshdeck.Tunnel) {
 		t.Run = false
-		t.Status = sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: reason, ManualDisconnect: true}
+		// What it counted stays visible until it is connected again.
+		latest := m.latestStatus(t)
+		t.Status = keepCounts(sshdeck.TunnelStatus{State: sshdeck.TunnelDisconnected, Reason: reason, ManualDisconnect: true}, &latest)
 	})
 	if err != nil {
 		return err
@@ -422,23 +429,23 @@ func (m *Manager) release(ctx context.Context, t *sshdeck.Tunnel) {
 // startRun runs the tunnel here. The caller holds control and the lease.
 func (m *Manager) startRun(t *sshdeck.Tunnel, creds sshdeck.TunnelCredentials) {
 	ctx, cancel := context.WithCancel(m.runCtx)
-	r := &run{tunnel: t, cancel: cancel, done: make(chan struct{})}
-	k := tunnelKey{t.Owner, t.Name}
-	m.mu.Lock()
-	m.runs[k] = r
-	m.mu.Unlock()
 	rn := &runner{
 		owner: t.Owner, name: t.Name, spec: &t.Spec, creds: creds,
 		pool:        m.pool,
 		stableAfter: m.opts.StableAfter,
 		now:         m.now,
 		log:         m.log,
-		report:      func(st sshdeck.TunnelStatus) { m.setStatus(ctx, t, st) },
 	}
+	rn.meter.start(t)
+	rn.report = func(st sshdeck.TunnelStatus) { m.report(ctx, t, &rn.meter, st) }
 	rn.hops = func(ctx context.Context) (*sshdeck.TunnelSpec, sshdeck.TunnelCredentials, *failure) {
 		return m.hops(ctx, t.Owner, t.Name, &t.Spec, creds)
 	}
-	r.runner = rn
+	r := &run{tunnel: t, runner: rn, cancel: cancel, done: make(chan struct{})}
+	m.mu.Lock()
+	m.runs[tunnelKey{t.Owner, t.Name}] = r
+	m.meters[&rn.meter] = struct{}{}
+	m.mu.Unlock()
 	m.log.Info("tunnel starts", "owner", t.Owner, "tunnel", t.Name, "generation", t.Generation)
 	m.runners.Add(1)
 	go m.runTunnel(ctx, r, rn)
@@ -451,12 +458,13 @@ func (m *Manager) ranOut(r *run, final *sshdeck.TunnelStatus) {
 	if m.runs[k] == r {
 		delete(m.runs, k)
 	}
+	m.retire(&r.runner.meter)
 	m.mu.Unlock()
 	if r.runner.forget {
 		m.forget(r.tunnel, final.Reason)
 		return
 	}
-	m.finish(m.runCtx, r.tunnel, *final)
+	m.finish(m.runCtx, r.tunnel, r.runner.meter.counted(*final))
 }
 
 // stopRun stops the tunnel's run here, if any, and waits for its teardown.
@@ -469,6 +477,9 @@ func (m *Manager) stopRun(k tunnelKey) {
 	if r != nil {
 		r.cancel()
 		<-r.done
+		m.mu.Lock()
+		m.retire(&r.runner.meter)
+		m.mu.Unlock()
 	}
 }
 
@@ -491,14 +502,21 @@ func (m *Manager) running(k tunnelKey) bool {
 // setStatus records a running tunnel's status. A Conflict means a newer
 // generation or another replica owns the tunnel now: the heartbeat stops
 // this run.
-func (m *Manager) setStatus(ctx context.Context, t *sshdeck.Tunnel, st sshdeck.TunnelStatus) {
-	st.UpdatedAt = m.now()
-	err := m.store.SetTunnelStatus(ctx, t.Owner, t.Name, t.Generation, m.opts.Holder, &st)
+func (m *Manager) setStatus(ctx context.Context, t *sshdeck.Tunnel, st sshdeck.TunnelStatus) error {
+	err := m.writeStatus(ctx, t, &st)
 	if err != nil && ctx.Err() == nil {
 		m.log.Warn("cannot record the tunnel's status", "owner", t.Owner, "tunnel", t.Name, "state", st.State, "error", err.Error())
 	}
 	m.log.Info("tunnel status", "owner", t.Owner, "tunnel", t.Name, "state", st.State, "retry_count", st.RetryCount, "error_type", st.Error)
+	return err
+}
+
+// writeStatus writes st, at the time now, and tells the status streams.
+func (m *Manager) writeStatus(ctx context.Context, t *sshdeck.Tunnel, st *sshdeck.TunnelStatus) error {
+	st.UpdatedAt = m.now()
+	err := m.store.SetTunnelStatus(ctx, t.Owner, t.Name, t.Generation, m.opts.Holder, st)
 	m.notify(t.Owner)
+	return err
 }
 
 // finish records that a tunnel stopped for good (failed, or its replica
@@ -511,7 +529,10 @@ func (m *Manager) finish(ctx context.Context, t *sshdeck.Tunnel, st sshdeck.Tunn
 	next.Run = false
 	st.UpdatedAt, next.UpdatedAt = now, now
 	next.Status = st
-	if err := m.store.PutTunnel(ctx, &next); err != nil && sshdeck.ErrorCode(err) != sshdeck.Conflict {
+	switch err := m.store.PutTunnel(ctx, &next); {
+	case err == nil:
+		m.countEnd(st.State)
+	case sshdeck.ErrorCode(err) != sshdeck.Conflict:
 		m.log.Error("cannot record the tunnel's end", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
 	}
 	m.release(ctx, t)
@@ -538,6 +559,8 @@ func (m *Manager) heartbeat() {
 		case !sameRecord(t, r.tunnel):
 			m.stopRun(k)
 			m.resume(t)
+		default:
+			m.flush(r)
 		}
 	}
 }
@@ -585,10 +608,10 @@ func (m *Manager) reconcile() {
 		if !t.Spec.AutoStart {
 			// Give the replica that just wrote it time to take its lease.
 			if now.Sub(t.UpdatedAt) >= m.opts.LeaseTTL {
-				m.finish(m.loopCtx, t, sshdeck.TunnelStatus{
+				m.finish(m.loopCtx, t, keepCounts(sshdeck.TunnelStatus{
 					State: sshdeck.TunnelFailed, Error: sshdeck.TunnelErrUnknown,
 					Reason: "the service replica running it stopped; connect again (autoStart tunnels are taken over)",
-				})
+				}, &t.Status))
 			}
 			continue
 		}
@@ -602,8 +625,9 @@ func (m *Manager) reconcile() {
 		}
 		m.log.Info("taking the autoStart tunnel over", "owner", t.Owner, "tunnel", t.Name, "previous_holder", t.Lease.Holder)
 		// The stored status is still what the previous holder last wrote
-		// (connected, say): replace it before anyone reads it as ours.
-		m.setStatus(m.loopCtx, leased, sshdeck.TunnelStatus{State: sshdeck.TunnelConnecting, Reason: "resumed by this replica"})
+		// (connected, say): replace it before anyone reads it as ours,
+		// keeping its counts, which the run here goes on from.
+		m.setStatus(m.loopCtx, leased, keepCounts(sshdeck.TunnelStatus{State: sshdeck.TunnelConnecting, Reason: "resumed by this replica"}, &leased.Status))
 		m.resume(leased)
 	}
 }
@@ -646,7 +670,7 @@ func (m *Manager) resume(t *sshdeck.Tunnel) {
 	creds, err := openTunnel(m.runCtx, m.sealer, t)
 	if err != nil {
 		m.log.Error("cannot open the tunnel's credentials", "owner", t.Owner, "tunnel", t.Name, "error", err.Error())
-		m.finish(m.runCtx, t, sshdeck.TunnelStatus{State: sshdeck.TunnelFailed, Error: sshdeck.TunnelErrUnknown, Reason: "its stored credentials cannot be opened"})
+		m.finish(m.runCtx, t, keepCounts(sshdeck.TunnelStatus{State: sshdeck.TunnelFailed, Error: sshdeck.TunnelErrUnknown, Reason: "its stored credentials cannot be opened"}, &t.Status))
 		return
 	}
 	m.startRun(t, creds)

@@ -38,6 +38,8 @@ type runner struct {
 	// forget is set when the run gave up because its host tunnel's host
 	// or item is gone (refs.go); only the run's goroutine touches it.
 	forget bool
+	// meter counts what the run carries, its connections and failures.
+	meter meter
 }
 
 // The statuses and failures the loop reports are made here, not in the
@@ -57,10 +59,11 @@ func (r *runner) reportWaiting(retries int, f *failure) {
 	r.report(st)
 }
 
-// giveUp logs the failure and returns the tunnel's final status when it
-// is not to be retried, or nil.
+// giveUp logs and counts the failure and returns the tunnel's final
+// status when it is not to be retried, or nil.
 func (r *runner) giveUp(f *failure, retries int) *sshdeck.TunnelStatus {
 	r.log.Info("tunnel failed", "owner", r.owner, "tunnel", r.name, "error_type", f.kind, "reason", f.msg, "retry", f.retry)
+	r.meter.failed(f.msg)
 	if !f.retry {
 		r.forget = f.forget
 		st := r.failed(sshdeck.TunnelFailed, retries, f)
@@ -96,7 +99,7 @@ func (r *runner) connect(ctx context.Context) (link, *failure) {
 	if err != nil {
 		return nil, asFailure(err, "tunnel")
 	}
-	fw, err := listen(n, r.spec.EndpointPort, r.spec.SourcePort, r.log)
+	fw, err := listen(n, r.spec.EndpointPort, r.spec.SourcePort, &r.meter, r.log)
 	if err != nil {
 		r.pool.release(n)
 		return nil, asFailure(err, "tunnel")
@@ -108,6 +111,12 @@ func (r *runner) connect(ctx context.Context) (link, *failure) {
 // if no other tunnel rides them.
 func (r *runner) disconnect(l link) {
 	l.stop(r.pool)
+}
+
+// reportUp counts a connection that came up, then reports it.
+func (r *runner) reportUp(retries int) {
+	r.meter.connected(r.now())
+	r.reportConnected(retries)
 }
 
 func (r *runner) reportConnected(retries int) {

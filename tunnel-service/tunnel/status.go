@@ -29,8 +29,32 @@ type Status struct {
 	AutoStart        bool                 `json:"autoStart"`
 	IsPinned         bool                 `json:"isPinned"`
 	// Mode is relay or direct; never empty.
-	Mode      sshdeck.TunnelMode `json:"mode"`
-	UpdatedAt time.Time          `json:"updatedAt"`
+	Mode sshdeck.TunnelMode `json:"mode"`
+	// UpdatedAt is when the status was last written: a change of state,
+	// or of its counts (at most once a heartbeat).
+	UpdatedAt time.Time `json:"updatedAt"`
+
+	// The counts since the tunnel was last started by a connect request
+	// (or restarted by a change of its host), as its replica last wrote
+	// them: with every change of state, and at most once a heartbeat
+	// (10 s) in between when they changed.
+
+	// ConnectedSince is when the current connection came up; nil unless
+	// connected.
+	ConnectedSince *time.Time `json:"connectedSince"`
+	// BytesIn are the bytes carried from the endpoint's clients to the
+	// source's port, BytesOut those carried back, and ActiveConnections
+	// the forwarded connections open: nil for a direct tunnel, whose
+	// bytes never pass through the service.
+	BytesIn           *int64 `json:"bytesIn"`
+	BytesOut          *int64 `json:"bytesOut"`
+	ActiveConnections *int   `json:"activeConnections"`
+	// Reconnects counts the times the tunnel came up again after a
+	// failure; the first connection is none.
+	Reconnects int `json:"reconnects"`
+	// LastError is the reason of the latest failure, kept once the tunnel
+	// is up again; nil when none.
+	LastError *string `json:"lastError"`
 }
 
 // newStatus renders a stored tunnel at now. A running tunnel whose lease
@@ -57,6 +81,10 @@ func newStatus(t *sshdeck.Tunnel, now time.Time) Status {
 	if st.Error != "" {
 		v.ErrorType = &st.Error
 	}
+	if st.LastError != "" {
+		v.LastError = &st.LastError
+	}
+	v.Reconnects = st.Reconnects
 	if st.State == sshdeck.TunnelWaiting && st.NextRetryAt.After(now) {
 		v.NextRetryIn = int(math.Ceil(st.NextRetryAt.Sub(now).Seconds()))
 	}
@@ -65,6 +93,19 @@ func newStatus(t *sshdeck.Tunnel, now time.Time) Status {
 	if orphaned {
 		v.Status, v.NextRetryIn = sshdeck.TunnelWaiting, 0
 		v.Reason = "the service replica running it stopped renewing its lease; waiting for another replica"
+	}
+	// Connections are open only while the tunnel is connected: whatever
+	// a replica last wrote, an orphaned tunnel has none.
+	connected := v.Status == sshdeck.TunnelConnected
+	if connected && !st.ConnectedAt.IsZero() {
+		v.ConnectedSince = &st.ConnectedAt
+	}
+	if !t.Spec.Direct() {
+		active := 0
+		if connected {
+			active = st.ActiveConnections
+		}
+		v.BytesIn, v.BytesOut, v.ActiveConnections = &st.BytesIn, &st.BytesOut, &active
 	}
 	return v
 }

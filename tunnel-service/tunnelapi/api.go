@@ -106,6 +106,7 @@ func (s *server) handlers() map[string]http.Handler {
 		"tunnel-cancel":        s.disconnect(true),
 		"tunnel-delete":        s.delete,
 		"tunnel-forward":       s.forward,
+		"tunnel-metrics":       s.metrics,
 	}
 	handlers := map[string]http.Handler{"tunnel-healthz": health}
 	for _, rt := range routes.Tunnel {

@@ -8,7 +8,9 @@
 //   - stream.go: GET /ssh/tunnel/status/stream, the Server-Sent Events of
 //     the caller's statuses, fed by the owner's one reading
 //     (Manager.Subscribe), its token checked again every 30 s, its life
-//     one hour.
+//     one hour;
+//   - metrics.go: GET /metrics, for an admin token: the tunnels the
+//     replica runs (Manager.Metrics) in Prometheus's text format.
 //
 // It holds no tunnel state of its own: what a tunnel is, how a request is
 // checked and what its status says are the engine's.

@@ -157,13 +157,25 @@ func (s *server) verify(ctx context.Context, header string) (sshdeck.Principal, 
 }
 
 // sameState reports whether two statuses of a tunnel say the same, the
-// countdown to the next retry aside: it is not a change.
+// countdown to the next retry aside: it is not a change. A change of the
+// counts is one (its replica writes them at most once a heartbeat).
 func sameState(a, b tunnel.Status) bool {
-	if (a.ErrorType == nil) != (b.ErrorType == nil) || a.ErrorType != nil && *a.ErrorType != *b.ErrorType ||
-		!a.UpdatedAt.Equal(b.UpdatedAt) {
+	if !samePointee(a.ErrorType, b.ErrorType) || !a.UpdatedAt.Equal(b.UpdatedAt) ||
+		!samePointee(a.BytesIn, b.BytesIn) || !samePointee(a.BytesOut, b.BytesOut) ||
+		!samePointee(a.ActiveConnections, b.ActiveConnections) || !samePointee(a.LastError, b.LastError) ||
+		(a.ConnectedSince == nil) != (b.ConnectedSince == nil) ||
+		a.ConnectedSince != nil && !a.ConnectedSince.Equal(*b.ConnectedSince) {
 		return false
 	}
-	a.NextRetryIn, a.ErrorType, a.UpdatedAt = 0, nil, time.Time{}
-	b.NextRetryIn, b.ErrorType, b.UpdatedAt = 0, nil, time.Time{}
+	for _, s := range []*tunnel.Status{&a, &b} {
+		s.NextRetryIn, s.ErrorType, s.UpdatedAt = 0, nil, time.Time{}
+		s.BytesIn, s.BytesOut, s.ActiveConnections, s.LastError, s.ConnectedSince = nil, nil, nil, nil, nil
+	}
 	return a == b
+}
+
+// samePointee reports whether a and b are both nil or point to equal
+// values.
+func samePointee[T comparable](a, b *T) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }

@@ -60,6 +60,14 @@ func putTime(a map[string]types.AttributeValue, name string, t time.Time) {
 	}
 }
 
+// putNum sets a[name] to n, and leaves 0 out: for attributes added after
+// their items, whose absence reads as 0.
+func putNum(a map[string]types.AttributeValue, name string, n int64) {
+	if n != 0 {
+		a[name] = num(n)
+	}
+}
+
 // putBytes sets a[name] to b as Binary, and leaves an empty b out: nil and
 // []byte{} both mean no credential (or no value), and minidyn, which the
 // tests run on, refuses an empty binary.

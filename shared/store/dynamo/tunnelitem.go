@@ -210,7 +210,10 @@ func decodeHop(f fields) sshdeck.TunnelHop {
 // statusAttrs is a tunnel's status, which SetTunnelStatus writes alone:
 // state, reason (S), retryCount (N), retryExhausted, manualDisconnect
 // (BOOL), nextRetryAt and updatedAt (S, stamps, absent when zero),
-// errorType (S, absent when empty).
+// errorType (S, absent when empty), and its counters, each absent when
+// zero: connectedAt (S, a stamp), bytesIn, bytesOut, activeConnections,
+// reconnects (N), lastError (S) (added within version 2, so their absence
+// means a status that counted nothing, as every one before them).
 func statusAttrs(s *sshdeck.TunnelStatus) map[string]types.AttributeValue {
 	a := map[string]types.AttributeValue{
 		"state":            str(string(s.State)),
@@ -224,19 +227,33 @@ func statusAttrs(s *sshdeck.TunnelStatus) map[string]types.AttributeValue {
 		a["errorType"] = str(string(s.Error))
 	}
 	putTime(a, "updatedAt", s.UpdatedAt)
+	putTime(a, "connectedAt", s.ConnectedAt)
+	putNum(a, "bytesIn", s.BytesIn)
+	putNum(a, "bytesOut", s.BytesOut)
+	putNum(a, "activeConnections", int64(s.ActiveConnections))
+	putNum(a, "reconnects", int64(s.Reconnects))
+	if s.LastError != "" {
+		a["lastError"] = str(s.LastError)
+	}
 	return a
 }
 
 func decodeStatus(f fields) sshdeck.TunnelStatus {
 	return sshdeck.TunnelStatus{
-		State:            sshdeck.TunnelState(f.str("state")),
-		RetryCount:       f.int("retryCount"),
-		NextRetryAt:      f.time("nextRetryAt"),
-		Reason:           f.str("reason"),
-		Error:            sshdeck.TunnelError(f.str("errorType")),
-		RetryExhausted:   f.bool("retryExhausted"),
-		ManualDisconnect: f.bool("manualDisconnect"),
-		UpdatedAt:        f.time("updatedAt"),
+		State:             sshdeck.TunnelState(f.str("state")),
+		RetryCount:        f.int("retryCount"),
+		NextRetryAt:       f.time("nextRetryAt"),
+		Reason:            f.str("reason"),
+		Error:             sshdeck.TunnelError(f.str("errorType")),
+		RetryExhausted:    f.bool("retryExhausted"),
+		ManualDisconnect:  f.bool("manualDisconnect"),
+		UpdatedAt:         f.time("updatedAt"),
+		ConnectedAt:       f.time("connectedAt"),
+		BytesIn:           f.int64("bytesIn"),
+		BytesOut:          f.int64("bytesOut"),
+		ActiveConnections: f.int("activeConnections"),
+		Reconnects:        f.int("reconnects"),
+		LastError:         f.str("lastError"),
 	}
 }
 

@@ -387,6 +387,15 @@ type tunnelStatusRecord struct {
 	RetryExhausted   bool      `json:"retryExhausted"`
 	ManualDisconnect bool      `json:"manualDisconnect"`
 	UpdatedAt        time.Time `json:"updatedAt"`
+	// The counters were added within schema 6, each left out when zero: a
+	// record without them (every one written before them) has counted
+	// nothing, which is what their absence means.
+	ConnectedAt       time.Time `json:"connectedAt,omitzero"`
+	BytesIn           int64     `json:"bytesIn,omitempty"`
+	BytesOut          int64     `json:"bytesOut,omitempty"`
+	ActiveConnections int       `json:"activeConnections,omitempty"`
+	Reconnects        int       `json:"reconnects,omitempty"`
+	LastError         string    `json:"lastError,omitempty"`
 }
 
 // tunnelLeaseRecord is the lease; a free one is {}.
@@ -424,17 +433,8 @@ func tunnelRecordOf(t *sshdeck.Tunnel) *tunnelRecord {
 			Source:   sealedRecordOf(t.Sealed.Source),
 			Endpoint: sealedRecordOf(t.Sealed.Endpoint),
 		},
-		Run: t.Run,
-		Status: tunnelStatusRecord{
-			State:            string(t.Status.State),
-			RetryCount:       t.Status.RetryCount,
-			NextRetryAt:      t.Status.NextRetryAt,
-			Reason:           t.Status.Reason,
-			Error:            string(t.Status.Error),
-			RetryExhausted:   t.Status.RetryExhausted,
-			ManualDisconnect: t.Status.ManualDisconnect,
-			UpdatedAt:        t.Status.UpdatedAt,
-		},
+		Run:       t.Run,
+		Status:    tunnelStatusRecordOf(&t.Status),
 		Lease:     tunnelLeaseRecord{Holder: t.Lease.Holder, Until: t.Lease.Until},
 		CreatedAt: t.CreatedAt,
 		UpdatedAt: t.UpdatedAt,
@@ -468,20 +468,49 @@ func (r *tunnelRecord) tunnel() *sshdeck.Tunnel {
 			Source:   r.Sealed.Source.credentials(),
 			Endpoint: r.Sealed.Endpoint.credentials(),
 		},
-		Run: r.Run,
-		Status: sshdeck.TunnelStatus{
-			State:            sshdeck.TunnelState(r.Status.State),
-			RetryCount:       r.Status.RetryCount,
-			NextRetryAt:      r.Status.NextRetryAt,
-			Reason:           r.Status.Reason,
-			Error:            sshdeck.TunnelError(r.Status.Error),
-			RetryExhausted:   r.Status.RetryExhausted,
-			ManualDisconnect: r.Status.ManualDisconnect,
-			UpdatedAt:        r.Status.UpdatedAt,
-		},
+		Run:       r.Run,
+		Status:    r.Status.status(),
 		Lease:     sshdeck.TunnelLease{Holder: r.Lease.Holder, Until: r.Lease.Until},
 		CreatedAt: r.CreatedAt,
 		UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func tunnelStatusRecordOf(st *sshdeck.TunnelStatus) tunnelStatusRecord {
+	return tunnelStatusRecord{
+		State:             string(st.State),
+		RetryCount:        st.RetryCount,
+		NextRetryAt:       st.NextRetryAt,
+		Reason:            st.Reason,
+		Error:             string(st.Error),
+		RetryExhausted:    st.RetryExhausted,
+		ManualDisconnect:  st.ManualDisconnect,
+		UpdatedAt:         st.UpdatedAt,
+		ConnectedAt:       st.ConnectedAt,
+		BytesIn:           st.BytesIn,
+		BytesOut:          st.BytesOut,
+		ActiveConnections: st.ActiveConnections,
+		Reconnects:        st.Reconnects,
+		LastError:         st.LastError,
+	}
+}
+
+func (r tunnelStatusRecord) status() sshdeck.TunnelStatus {
+	return sshdeck.TunnelStatus{
+		State:             sshdeck.TunnelState(r.State),
+		RetryCount:        r.RetryCount,
+		NextRetryAt:       r.NextRetryAt,
+		Reason:            r.Reason,
+		Error:             sshdeck.TunnelError(r.Error),
+		RetryExhausted:    r.RetryExhausted,
+		ManualDisconnect:  r.ManualDisconnect,
+		UpdatedAt:         r.UpdatedAt,
+		ConnectedAt:       r.ConnectedAt,
+		BytesIn:           r.BytesIn,
+		BytesOut:          r.BytesOut,
+		ActiveConnections: r.ActiveConnections,
+		Reconnects:        r.Reconnects,
+		LastError:         r.LastError,
 	}
 }
 

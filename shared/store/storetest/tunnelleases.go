@@ -20,6 +20,9 @@ func connected(minute int) *sshdeck.TunnelStatus {
 	return &sshdeck.TunnelStatus{
 		State: sshdeck.TunnelConnected, Reason: fmt.Sprintf("connected at minute %d", minute),
 		UpdatedAt: base.Add(time.Duration(minute) * time.Minute),
+		// What a heartbeat writes of a busy tunnel: its counts grow.
+		ConnectedAt: base, BytesIn: int64(minute) << 20, BytesOut: int64(minute) << 10,
+		ActiveConnections: minute,
 	}
 }
 

@@ -71,6 +71,13 @@ func fullTunnel(owner, name string, seed int) *sshdeck.Tunnel {
 			RetryExhausted:   true,
 			ManualDisconnect: true,
 			UpdatedAt:        base.Add(time.Duration(seed)*time.Hour + time.Second),
+			// Counts past 32 bits, as a busy tunnel's bytes soon are.
+			ConnectedAt:       base.Add(time.Duration(seed)*time.Hour + 700*time.Millisecond),
+			BytesIn:           5<<40 + int64(seed),
+			BytesOut:          3<<33 + int64(seed),
+			ActiveConnections: 16 + seed,
+			Reconnects:        4 + seed,
+			LastError:         fmt.Sprintf("endpoint 203.0.113.7:%d: the connection closed", 2200+seed),
 		},
 		CreatedAt: base.Add(time.Duration(seed) * time.Hour),
 		UpdatedAt: base.Add(time.Duration(seed)*time.Hour + 1500*time.Millisecond),
@@ -106,6 +113,7 @@ func sameTunnel(t *testing.T, got, want *sshdeck.Tunnel, what string) {
 	same(t, got, want, func(x *sshdeck.Tunnel) {
 		x.CreatedAt, x.UpdatedAt = ms(x.CreatedAt), ms(x.UpdatedAt)
 		x.Status.NextRetryAt, x.Status.UpdatedAt = ms(x.Status.NextRetryAt), ms(x.Status.UpdatedAt)
+		x.Status.ConnectedAt = ms(x.Status.ConnectedAt)
 		x.Lease.Until = ms(x.Lease.Until)
 		// Not in place: the lists are the caller's.
 		x.Spec.Jumps, x.Sealed.Jumps = slices.Clone(x.Spec.Jumps), slices.Clone(x.Sealed.Jumps)
