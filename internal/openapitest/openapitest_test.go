@@ -61,7 +61,8 @@ const host = `{"id":1,"name":"web","ip":"10.0.0.1","port":22,"username":"root","
 const tunnelStatus = `{"name":"a/b","status":"waiting","retryCount":1,"maxRetries":3,"nextRetryIn":5,
 "reason":"tunnel: connection refused or unreachable","errorType":"network","retryExhausted":false,
 "manualDisconnect":false,"hostName":"web","sourcePort":80,"endpointPort":8080,"autoStart":false,
-"isPinned":true,"mode":"relay","updatedAt":"2026-11-21T15:04:05.123Z"}`
+"isPinned":true,"mode":"relay","updatedAt":"2026-11-21T15:04:05.123Z","connectedSince":null,"bytesIn":1024,
+"bytesOut":2048,"activeConnections":0,"reconnects":1,"lastError":"tunnel: connection refused or unreachable"}`
 
 // sse returns the headers of the tunnel status stream, then adds the given
 // name/value pairs as headers does.
