@@ -14,7 +14,7 @@ import (
 	"github.com/sshdeck/sshdeck/internal/cloudtest"
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
 	"github.com/sshdeck/sshdeck/internal/eventstest"
-	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/app/auditapp"
 	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -26,7 +26,7 @@ import (
 // their items back from the table, and make of them the batch DynamoDB
 // Streams would give the function (dynamotest.StreamEvent, through JSON as
 // Lambda hands it over). The function is built as its main builds it, from
-// the environment the CDK stack gives it (app.AuditEvents), and puts the
+// the environment the CDK stack gives it (auditapp.AuditEvents), and puts the
 // events on the EventBridge fake of internal/cloudtest.
 
 // auditMonth is the partition of auditRecord's records.
@@ -79,7 +79,7 @@ func streamEvent(t *testing.T, changes ...dynamotest.Change) events.DynamoDBEven
 // builds it, from the environment.
 func auditFunction(t *testing.T) func(events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	t.Helper()
-	publisher, err := app.AuditEvents(t.Context())
+	publisher, err := auditapp.AuditEvents(t.Context())
 	must(t, err)
 	return func(ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		return publisher.Handle(t.Context(), ev)
@@ -263,7 +263,7 @@ func TestAuditEventsSampleEvent(t *testing.T) {
 func TestAuditEventsNeedsItsBus(t *testing.T) {
 	startCloud(t)
 	t.Setenv(config.EventBus, "")
-	if _, err := app.AuditEvents(t.Context()); err == nil || !strings.HasPrefix(err.Error(), config.EventBus+" is not set") {
-		t.Errorf("app.AuditEvents without %s: %v", config.EventBus, err)
+	if _, err := auditapp.AuditEvents(t.Context()); err == nil || !strings.HasPrefix(err.Error(), config.EventBus+" is not set") {
+		t.Errorf("auditapp.AuditEvents without %s: %v", config.EventBus, err)
 	}
 }

@@ -2,7 +2,7 @@
 // puts each audit record the table gains on the deployment's EventBridge
 // bus (shared/auditevents), reporting the first record it could not send
 // so that Lambda retries from there. It links no handler, store or key:
-// app.AuditEvents builds it from its settings alone.
+// auditapp.AuditEvents builds it from its settings alone.
 package main
 
 import (
@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sshdeck/sshdeck/shared/app"
+	"github.com/sshdeck/sshdeck/shared/app/auditapp"
 )
 
 func main() {
-	publisher, err := app.AuditEvents(context.Background())
+	publisher, err := auditapp.AuditEvents(context.Background())
 	if err != nil {
 		app.Fail(err)
 	}

@@ -13,8 +13,9 @@
 //     function role's credentials from the environment (shared/lambdaapp
 //     adds the route's handler);
 //   - the authorizer function: Authorizer, the table and the authenticator;
-//   - the consumer of the table's stream: AuditEvents, an EventBridge
-//     client and no store at all (auditevents.go).
+//   - the consumer of the table's stream: auditapp.AuditEvents, an
+//     EventBridge client and no store at all (in a package of its own,
+//     shared/app/auditapp, which only that function links).
 //
 // The entry points share every piece; they are apart so that a binary
 // links only what it runs: no function links the embedded store or the
@@ -187,6 +188,16 @@ func CheckLambda(cfg config.Config, needKey bool) error {
 		return config.Missing(config.KMSKeyID, "name the KMS key that wraps credential data keys")
 	}
 	return nil
+}
+
+// LambdaAWS is the AWS configuration of a Lambda function from its
+// environment (the region, the role's credentials), for a function that
+// opens no table (auditapp); it fails naming a missing setting.
+func LambdaAWS(cfg config.Config) (aws.Config, error) {
+	if err := checkLambdaAWS(cfg); err != nil {
+		return aws.Config{}, err
+	}
+	return awsConfig(context.Background(), cfg, Options{})
 }
 
 // checkLambdaAWS fails with a sentence naming the first of Lambda's own
