@@ -47,6 +47,8 @@ func TestTable(t *testing.T) {
 				"KMSMasterKeyId": map[string]any{"Fn::GetAtt": []any{tableKey, "Arn"}},
 			},
 			"TimeToLiveSpecification": map[string]any{"AttributeName": schema.TTL, "Enabled": true},
+			// The new image of each change, for audit-events (audit.go).
+			"StreamSpecification": map[string]any{"StreamViewType": "NEW_IMAGE"},
 			// The keys dynamo.CreateTable makes, which the store's tests run on.
 			"KeySchema": []any{key(schema.PartitionKey, "HASH"), key(schema.SortKey, "RANGE")},
 			"GlobalSecondaryIndexes": []any{map[string]any{
