@@ -43,6 +43,9 @@ var guardExceptions = map[string]guardException{
 		"This bucket is the access log; logging access to it would need another bucket, and so on."},
 	"s3_event_notifications_enabled_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),
 		"Nothing reacts to a new access log file; they are read when investigating."},
+	"sqs_dlq_check": {regexp.MustCompile(`^Sshdeck/AuditDeadLetters/`),
+		"This queue is itself the dead-letter queue of the audit events (the stream mapping's on-failure destination, the " +
+			"audit log rule's dead-letter queue), read by an operator after its alarm; a queue behind it would be one more to watch."},
 }
 
 // TestControlTowerRules runs cfn-guard with AWS Control Tower's proactive
