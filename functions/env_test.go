@@ -11,18 +11,21 @@ import (
 
 	"github.com/sshdeck/sshdeck/internal/cloudtest"
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/eventstest"
 	"github.com/sshdeck/sshdeck/internal/kmstest"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 )
 
 // cloud is what a deployed function sees, in process: DynamoDB (minidyn),
-// KMS (a fake speaking its protocol), GitHub's releases API and a remote
-// alerts list, named by the environment exactly as the CDK stack names them
-// to a function (internal/cloudtest, which the Lambda benchmark shares).
+// KMS and EventBridge (fakes speaking their protocols), GitHub's releases
+// API and a remote alerts list, named by the environment exactly as the
+// CDK stack names them to a function (internal/cloudtest, which the Lambda
+// benchmark shares).
 type cloud struct {
 	dynamo *dynamotest.Server
 	kms    *kmstest.Server
+	events *eventstest.Server
 	store  sshdeck.Store
 	sealer *secret.Sealer
 }
@@ -34,7 +37,7 @@ func startCloud(t *testing.T) *cloud {
 		name, value, _ := strings.Cut(kv, "=")
 		t.Setenv(name, value)
 	}
-	return &cloud{dynamo: c.Dynamo, kms: c.KMS, store: c.Store, sealer: c.Sealer}
+	return &cloud{dynamo: c.Dynamo, kms: c.KMS, events: c.Events, store: c.Store, sealer: c.Sealer}
 }
 
 // eventsDir holds the sample events, relative to this package.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sshdeck/sshdeck/shared/routes"
@@ -39,14 +40,35 @@ func TestNoFunctionWithoutARoute(t *testing.T) {
 			continue
 		}
 		dirs++
-		if _, ok := routes.ByName(e.Name()); !ok && e.Name() != Authorizer {
-			t.Errorf("functions/%s serves no route of the route table", e.Name())
+		if _, ok := routes.ByName(e.Name()); !ok && !slices.Contains(NotRoutes, e.Name()) {
+			t.Errorf("functions/%s serves no route of the route table, and is none of the functions that serve none (NotRoutes)", e.Name())
 		}
 		if _, err := os.Stat(filepath.Join(e.Name(), "main.go")); err != nil {
 			t.Errorf("functions/%s has no main.go", e.Name())
 		}
 	}
-	if dirs != len(routes.All)+1 {
-		t.Errorf("%d function directories for %d routes and the authorizer", dirs, len(routes.All))
+	if dirs != len(routes.All)+len(NotRoutes) {
+		t.Errorf("%d function directories for %d routes and %v", dirs, len(routes.All), NotRoutes)
+	}
+}
+
+// TestFunctionsWithoutARouteHaveEvents: the authorizer and audit-events
+// have their sample events as every route has its own, which their replay
+// tests send (authorizer_test.go, audit_events_test.go).
+func TestFunctionsWithoutARouteHaveEvents(t *testing.T) {
+	for _, name := range NotRoutes {
+		if _, ok := routes.ByName(name); ok {
+			t.Errorf("%s is a route of the route table, yet one of NotRoutes", name)
+		}
+		if _, err := os.Stat(filepath.Join(name, "main.go")); err != nil {
+			t.Errorf("functions/%s has no main.go", name)
+		}
+	}
+	authorizer, _ := filepath.Glob(filepath.Join("..", "events", Authorizer, "*.json"))
+	if len(authorizer) == 0 {
+		t.Errorf("no sample events in events/%s/", Authorizer)
+	}
+	if _, err := os.Stat(filepath.Join("..", "events", AuditEvents+".json")); err != nil {
+		t.Errorf("%s has no sample event: %v", AuditEvents, err)
 	}
 }

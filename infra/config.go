@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 
 	"github.com/aws/constructs-go/constructs/v10"
@@ -71,12 +70,6 @@ type Config struct {
 	// WAFRate is the rule's limit: requests per client IP address in any 5
 	// minutes, over both services (one web ACL counts them together).
 	WAFRate int
-
-	// AlarmTopicARN, when set, is an SNS topic of the deployment's that
-	// the tunnel service's alarm (tunnels stuck retrying) notifies, in
-	// alarm and back to OK. Without it the alarm only shows on the
-	// dashboard, and its ARN is an output to wire it elsewhere.
-	AlarmTopicARN string
 }
 
 // defaults are the settings of a deployment that names none.
@@ -152,7 +145,6 @@ func ConfigFrom(node constructs.Node) (Config, error) {
 	text("releasesApiUrl", &c.ReleasesAPIURL)
 	text("alertsUrl", &c.AlertsURL)
 	text("tunnelDenyCidrs", &c.TunnelDenyCIDRs)
-	text("alarmTopicArn", &c.AlarmTopicARN)
 	number("logRetentionDays", &c.LogRetentionDays)
 	number("throttleRate", &c.ThrottleRate)
 	number("throttleBurst", &c.ThrottleBurst)
@@ -183,8 +175,6 @@ func (c Config) check() error {
 			"or say allowHttp=true for a deployment that may be plain HTTP")
 	case c.WAF && (c.WAFRate < wafMinRate || c.WAFRate > wafMaxRate):
 		return fmt.Errorf("context wafRate must be between %d and %d requests per client in 5 minutes (AWS WAF's bounds), not %d", wafMinRate, wafMaxRate, c.WAFRate)
-	case c.AlarmTopicARN != "" && !snsTopicARN.MatchString(c.AlarmTopicARN):
-		return fmt.Errorf("context alarmTopicArn: %q is not an SNS topic's ARN (arn:aws:sns:region:account:name)", c.AlarmTopicARN)
 	case retention(c.LogRetentionDays) == "":
 		return fmt.Errorf("context logRetentionDays: CloudWatch Logs keeps logs for one of %v days, not %d", retentionChoices(), c.LogRetentionDays)
 	}
@@ -196,9 +186,6 @@ func (c Config) check() error {
 	}
 	return nil
 }
-
-// snsTopicARN is the form of an SNS topic's ARN, in any partition.
-var snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_.-]{1,256}$`)
 
 // repositoryRoot is the directory of cdk.json: the working directory when
 // cdk runs the app, its parent when go test runs infra's tests.

@@ -18,7 +18,6 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		"logRetentionDays": "30", "throttleRate": 7, "throttleBurst": "9", "tunnelTasks": 2, "tunnelMaxTasks": "3",
 		"loginThrottleRate": "3", "loginThrottleBurst": 4,
 		"allowHttp": "true", "waf": "false", "wafRate": "300",
-		"alarmTopicArn": testAlarmTopicARN,
 	}).Node())
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +30,6 @@ func TestConfigFromReadsTheContext(t *testing.T) {
 		LogRetentionDays: 30, ThrottleRate: 7, ThrottleBurst: 9, TunnelTasks: 2, TunnelMaxTasks: 3,
 		LoginThrottleRate: 3, LoginThrottleBurst: 4,
 		AllowHTTP: true, WAF: false, WAFRate: 300,
-		AlarmTopicARN: testAlarmTopicARN,
 	}
 	if cfg != want {
 		t.Errorf("ConfigFrom = %+v\nwant %+v", cfg, want)
@@ -84,8 +82,6 @@ func TestConfigFromRefusesBadContext(t *testing.T) {
 		{map[string]any{"waf": 1}, "waf"},
 		{map[string]any{"wafRate": 9}, "wafRate"},
 		{map[string]any{"wafRate": "lots"}, "wafRate"},
-		{map[string]any{"alarmTopicArn": "arn:aws:sqs:us-east-1:111111111111:queue"}, "alarmTopicArn"},
-		{map[string]any{"alarmTopicArn": "sshdeck-alarms"}, "alarmTopicArn"},
 	} {
 		if _, ok := tc.context["allowHttp"]; !ok {
 			tc.context["allowHttp"] = true

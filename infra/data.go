@@ -43,6 +43,10 @@ func newData(scope constructs.Construct) *Data {
 		DeletionProtection:  jsii.Bool(true),
 		TimeToLiveAttribute: jsii.String(schema.TTL),
 		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
+		// Each item's new image on its change, for the audit-events
+		// function, which reads the audit records there (audit.go): it
+		// needs nothing of the old images, and no access to the table.
+		Stream: awsdynamodb.StreamViewType_NEW_IMAGE,
 	})
 	d.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:      jsii.String(schema.Index),

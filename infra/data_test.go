@@ -10,24 +10,25 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/schema"
 )
 
-// keys returns the logical ids of the two KMS keys: the table's (at rest)
-// and the credentials' (envelopes), told apart by their descriptions.
+// keys returns the logical ids of the two KMS keys of the data: the
+// table's (at rest) and the credentials' (envelopes), told apart by their
+// descriptions. (The stack's other key is the alarm topic's.)
 func (s *synthesis) keys(t *testing.T) (table, credentials string) {
 	t.Helper()
-	ids := s.ids("AWS::KMS::Key")
-	for _, id := range ids {
+	var tables, credentialKeys []string
+	for _, id := range s.ids("AWS::KMS::Key") {
 		description, _ := s.Resources[id].Properties["Description"].(string)
 		switch {
 		case strings.Contains(description, "table"):
-			table = id
+			tables = append(tables, id)
 		case strings.Contains(description, "credential"):
-			credentials = id
+			credentialKeys = append(credentialKeys, id)
 		}
 	}
-	if len(ids) != 2 || table == "" || credentials == "" {
-		t.Fatalf("KMS keys %v: want two, one described as the table's and one as the credentials'", ids)
+	if len(tables) != 1 || len(credentialKeys) != 1 {
+		t.Fatalf("KMS keys %v: want one described as the table's (%v) and one as the credentials' (%v)", s.ids("AWS::KMS::Key"), tables, credentialKeys)
 	}
-	return table, credentials
+	return tables[0], credentialKeys[0]
 }
 
 func TestTable(t *testing.T) {
@@ -47,6 +48,8 @@ func TestTable(t *testing.T) {
 				"KMSMasterKeyId": map[string]any{"Fn::GetAtt": []any{tableKey, "Arn"}},
 			},
 			"TimeToLiveSpecification": map[string]any{"AttributeName": schema.TTL, "Enabled": true},
+			// The new image of each change, for audit-events (audit.go).
+			"StreamSpecification": map[string]any{"StreamViewType": "NEW_IMAGE"},
 			// The keys dynamo.CreateTable makes, which the store's tests run on.
 			"KeySchema": []any{key(schema.PartitionKey, "HASH"), key(schema.SortKey, "RANGE")},
 			"GlobalSecondaryIndexes": []any{map[string]any{
@@ -73,12 +76,16 @@ func TestTable(t *testing.T) {
 	}
 }
 
-// TestKeys: both keys rotate, outlive the stack, and no one but an AWS
-// service (DynamoDB, for the table's) may create a grant on them.
+// TestKeys: every key (the table's, the credentials', the alarm topic's)
+// rotates, outlives the stack, and no one but an AWS service (DynamoDB,
+// for the table's) may create a grant on it.
 func TestKeys(t *testing.T) {
 	s := synthDefault(t)
-	tableKey, credentialsKey := s.keys(t)
-	for _, id := range []string{tableKey, credentialsKey} {
+	s.keys(t)
+	if ids := s.ids("AWS::KMS::Key"); len(ids) != 3 {
+		t.Errorf("KMS keys %v, want 3: the table's, the credentials' and the alarm topic's", ids)
+	}
+	for _, id := range s.ids("AWS::KMS::Key") {
 		key := s.Resources[id]
 		if key.Properties["EnableKeyRotation"] != true {
 			t.Errorf("key %s does not rotate (EnableKeyRotation %v)", id, key.Properties["EnableKeyRotation"])

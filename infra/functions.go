@@ -18,11 +18,18 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
 
-const authorizerName = "authorizer"
+// The functions that serve no route: the REST API's authorizer, and the
+// consumer of the table's stream (audit.go). Their directories in
+// functions/, as functions.NotRoutes names them.
+const (
+	authorizerName  = "authorizer"
+	auditEventsName = "audit-events"
+)
 
-// functionNames is every Lambda function: the authorizer and one per route.
+// functionNames is every Lambda function: the authorizer, audit-events and
+// one per route.
 func functionNames() []string {
-	names := []string{authorizerName}
+	names := []string{authorizerName, auditEventsName}
 	for _, r := range routes.All {
 		names = append(names, r.Name)
 	}

@@ -52,7 +52,7 @@ func TestFunctions(t *testing.T) {
 // TestFunctionEnvironment: each function is told the table, and only what
 // its route reads besides: the credentials key for the routes that seal
 // credentials, the releases settings for the feed, the alerts URL for the
-// alert lists.
+// alert lists. audit-events is told its event bus alone: it opens no table.
 func TestFunctionEnvironment(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -61,10 +61,14 @@ func TestFunctionEnvironment(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			table, _ := s.only(t, "AWS::DynamoDB::Table")
+			bus, _ := s.only(t, "AWS::Events::EventBus")
 			_, credentialsKey := s.keys(t)
 			for name, id := range s.functionIDs(t) {
 				env, _ := property(s.Resources[id].Properties, "Environment", "Variables").(map[string]any)
 				want := map[string]func(any) bool{"SSHDECK_TABLE": func(v any) bool { return refID(v) == table }}
+				if name == auditEventsName {
+					want = map[string]func(any) bool{"SSHDECK_EVENT_BUS": func(v any) bool { return refID(v) == bus }}
+				}
 				r, _ := routes.ByName(name)
 				if r.Credentials {
 					want["SSHDECK_KMS_KEY_ID"] = func(v any) bool { return isARN(v, credentialsKey) }

@@ -33,9 +33,17 @@ func (d *Data) grantTable(role awsiam.IRole, policy iam.Policy) {
 			},
 		}))
 	}
-	actions := policy.Actions()
+	writes := slices.ContainsFunc(policy.Actions(), func(a string) bool { return !slices.Contains(iam.ReadActions, a) })
+	d.grantTableKey(role, writes)
+}
+
+// grantTableKey lets role use the table's key as DynamoDB needs for its
+// calls, through DynamoDB only (kms:ViaService): to read (the table, or
+// its stream, which DynamoDB encrypts with the table's key), and to write
+// when writes.
+func (d *Data) grantTableKey(role awsiam.IRole, writes bool) {
 	keyActions := []string{"kms:Decrypt", "kms:DescribeKey"}
-	if slices.ContainsFunc(actions, func(a string) bool { return !slices.Contains(iam.ReadActions, a) }) {
+	if writes {
 		keyActions = append(keyActions, "kms:Encrypt", "kms:GenerateDataKey")
 	}
 	region := awscdk.Stack_Of(d.Table).Region()
@@ -46,6 +54,24 @@ func (d *Data) grantTable(role awsiam.IRole, policy iam.Policy) {
 			"StringEquals": map[string]any{"kms:ViaService": "dynamodb." + *region + ".amazonaws.com"},
 		},
 	}))
+}
+
+// grantStreamRead lets role read the table's stream, as a Lambda event
+// source mapping of it needs (its role's, not the mapping's own): the
+// stream's records and shards on the stream's ARN alone, and ListStreams,
+// whose IAM resource is the table's streams (AWS's documented policy for
+// a function of a stream names <table ARN>/stream/*); and the table's key
+// to decrypt the records, through DynamoDB. Nothing of the table itself.
+func (d *Data) grantStreamRead(role awsiam.IRole) {
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
+		Resources: jsii.Strings(*d.Table.TableStreamArn()),
+	}))
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("dynamodb:ListStreams"),
+		Resources: jsii.Strings(*d.Table.TableArn() + "/stream/*"),
+	}))
+	d.grantTableKey(role, false)
 }
 
 // grantCredentials lets role make and open the data keys of credential

@@ -226,9 +226,9 @@ func leadingKeys(st statement) []string {
 }
 
 // TestOnlyGranteesTouchTheData: no role but the functions' and the tunnel
-// task's has any statement on the table or a key; none but those of the
-// routes that seal credentials, and the tunnel task's, on the credentials
-// key.
+// task's has any statement on the table (its stream included) or a key;
+// none but those of the routes that seal credentials, and the tunnel
+// task's, on the credentials key.
 func TestOnlyGranteesTouchTheData(t *testing.T) {
 	s := synthDefault(t)
 	table, _ := s.only(t, "AWS::DynamoDB::Table")
@@ -240,6 +240,8 @@ func TestOnlyGranteesTouchTheData(t *testing.T) {
 		data[g.role] = true
 		credentials[g.role] = g.credentials
 	}
+	// audit-events reads the table's stream (TestAuditEventsGrants).
+	data[s.auditEventsRole(t)] = true
 	for _, p := range s.policies() {
 		for _, st := range p.statements {
 			for _, role := range p.roles {

@@ -37,15 +37,15 @@ var guardExceptions = map[string]guardException{
 	"lambda_inside_vpc_check": {regexp.MustCompile(`^Sshdeck/[A-Za-z]+/Resource$`),
 		"The functions call DynamoDB, KMS and GitHub only: in the VPC they would reach KMS and GitHub through the " +
 			"NAT gateway (or paid interface endpoints) for no protection gained; nothing they call is in the VPC."},
-	"cloudwatch_alarm_action_check": {regexp.MustCompile(`^Sshdeck/TunnelsStuckRetrying/`),
-		"The alarm on tunnels stuck retrying notifies the SNS topic that context alarmTopicArn names (the HTTPS synth below gives one " +
-			"and passes); without one it shows on the dashboard and its ARN is an output, for whatever each deployment wires."},
 	"s3_bucket_default_encryption_kms_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),
 		"Load balancers write access logs only to buckets encrypted with S3's keys (SSE-S3), not KMS."},
 	"s3_bucket_logging_enabled_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),
 		"This bucket is the access log; logging access to it would need another bucket, and so on."},
 	"s3_event_notifications_enabled_check": {regexp.MustCompile(`^Sshdeck/AccessLogs/`),
 		"Nothing reacts to a new access log file; they are read when investigating."},
+	"sqs_dlq_check": {regexp.MustCompile(`^Sshdeck/AuditDeadLetters/`),
+		"This queue is itself the dead-letter queue of the audit events (the stream mapping's on-failure destination, the " +
+			"audit log rule's dead-letter queue), read by an operator after its alarm; a queue behind it would be one more to watch."},
 }
 
 // TestControlTowerRules runs cfn-guard with AWS Control Tower's proactive

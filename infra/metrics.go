@@ -32,7 +32,7 @@ const (
 	stuckPeriods       = 3
 )
 
-func newTunnelMetrics(scope constructs.Construct, cfg Config) *TunnelMetrics {
+func newTunnelMetrics(scope constructs.Construct, cfg Config, alarms awssns.ITopic) *TunnelMetrics {
 	stuck := awscloudwatch.NewAlarm(scope, jsii.String("TunnelsStuckRetrying"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String("sshdeck: a tunnel has been retrying after a failure for 15 minutes or more " +
 			"(TunnelsRetrying > 0 in 3 periods of 5 minutes in a row). Read its status (GET /ssh/tunnel/status: reason, lastError) " +
@@ -44,11 +44,9 @@ func newTunnelMetrics(scope constructs.Construct, cfg Config) *TunnelMetrics {
 		DatapointsToAlarm:  jsii.Number(stuckPeriods),
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
-	if cfg.AlarmTopicARN != "" {
-		topic := awssns.Topic_FromTopicArn(scope, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicARN))
-		stuck.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-		stuck.AddOkAction(awscloudwatchactions.NewSnsAction(topic))
-	}
+	// The stack's alarm topic, in alarm and back to OK.
+	stuck.AddAlarmAction(awscloudwatchactions.NewSnsAction(alarms))
+	stuck.AddOkAction(awscloudwatchactions.NewSnsAction(alarms))
 
 	// Per minute, each task's line once: the gauges summed over the tasks
 	// are the deployment's, and so are the deltas.

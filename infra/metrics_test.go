@@ -9,44 +9,43 @@ import (
 	"github.com/sshdeck/sshdeck/shared/cloudmetrics"
 )
 
-const testAlarmTopicARN = "arn:aws:sns:us-east-1:111111111111:sshdeck-alarms"
-
 // TestTunnelsStuckRetryingAlarm: the alarm reads the tunnel service's
 // TunnelsRetrying (namespace sshdeck, Service=tunnel), Maximum over 5
 // minutes, above 0 in 3 periods in a row, missing data not breaching. It
-// notifies the topic that alarmTopicArn names, in alarm and back to OK,
-// and nothing without one.
+// notifies the stack's alarm topic, in alarm and back to OK.
 func TestTunnelsStuckRetryingAlarm(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		s       *synthesis
-		actions []string
-	}{{"default", synthDefault(t), nil}, {"https (alarmTopicArn)", synthHTTPS(t), []string{testAlarmTopicARN}}} {
-		t.Run(tc.name, func(t *testing.T) {
-			must(t, "the alarm", func() {
-				tc.s.template.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
-					"Namespace":          cloudmetrics.Namespace,
-					"MetricName":         cloudmetrics.TunnelsRetrying.Name,
-					"Dimensions":         []any{map[string]any{"Name": cloudmetrics.ServiceDimension, "Value": cloudmetrics.TunnelService}},
-					"Statistic":          "Maximum",
-					"Period":             300,
-					"ComparisonOperator": "GreaterThanThreshold",
-					"Threshold":          0,
-					"EvaluationPeriods":  3,
-					"DatapointsToAlarm":  3,
-					"TreatMissingData":   "notBreaching",
-				})
-			})
-			id, alarm := tc.s.only(t, "AWS::CloudWatch::Alarm")
-			for _, property := range []string{"AlarmActions", "OKActions"} {
-				if got := strs(alarm.Properties[property]); strings.Join(got, " ") != strings.Join(tc.actions, " ") {
-					t.Errorf("alarm %s: %s %v, want %v", id, property, got, tc.actions)
-				}
-			}
-			if got := render(tc.s.Outputs["TunnelsStuckAlarmArn"].Value); got != "${"+id+".Arn}" {
-				t.Errorf("output TunnelsStuckAlarmArn is %s, want the alarm's ARN", got)
-			}
+	s := synthDefault(t)
+	must(t, "the alarm", func() {
+		s.template.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
+			"Namespace":          cloudmetrics.Namespace,
+			"MetricName":         cloudmetrics.TunnelsRetrying.Name,
+			"Dimensions":         []any{map[string]any{"Name": cloudmetrics.ServiceDimension, "Value": cloudmetrics.TunnelService}},
+			"Statistic":          "Maximum",
+			"Period":             300,
+			"ComparisonOperator": "GreaterThanThreshold",
+			"Threshold":          0,
+			"EvaluationPeriods":  3,
+			"DatapointsToAlarm":  3,
+			"TreatMissingData":   "notBreaching",
 		})
+	})
+	topic, _ := s.only(t, "AWS::SNS::Topic")
+	id, alarm := "", resource{}
+	for _, name := range s.ids("AWS::CloudWatch::Alarm") {
+		if r := s.Resources[name]; r.Properties["MetricName"] == cloudmetrics.TunnelsRetrying.Name {
+			id, alarm = name, r
+		}
+	}
+	if id == "" {
+		t.Fatal("no alarm on TunnelsRetrying")
+	}
+	for _, property := range []string{"AlarmActions", "OKActions"} {
+		if got := strings.Join(strs(alarm.Properties[property]), " "); got != "${"+topic+"}" {
+			t.Errorf("alarm %s: %s %s, want the alarm topic %s", id, property, got, topic)
+		}
+	}
+	if got := render(s.Outputs["TunnelsStuckAlarmArn"].Value); got != "${"+id+".Arn}" {
+		t.Errorf("output TunnelsStuckAlarmArn is %s, want the alarm's ARN", got)
 	}
 }
 
@@ -55,10 +54,14 @@ func TestTunnelsStuckRetryingAlarm(t *testing.T) {
 // an output links to it.
 func TestTunnelDashboard(t *testing.T) {
 	s := synthDefault(t)
-	must(t, "one dashboard", func() { s.template.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1)) })
-	id, dashboard := s.only(t, "AWS::CloudWatch::Dashboard")
-	if name := dashboard.Properties["DashboardName"]; name != s.cfg.StackName+"-tunnels" {
-		t.Errorf("dashboard %s is named %v, want %s-tunnels", id, name, s.cfg.StackName)
+	id, dashboard := "", resource{}
+	for _, name := range s.ids("AWS::CloudWatch::Dashboard") {
+		if r := s.Resources[name]; r.Properties["DashboardName"] == s.cfg.StackName+"-tunnels" {
+			id, dashboard = name, r
+		}
+	}
+	if id == "" {
+		t.Fatalf("no dashboard named %s-tunnels", s.cfg.StackName)
 	}
 	body := render(dashboard.Properties["DashboardBody"])
 	for _, m := range cloudmetrics.Tunnel {
@@ -67,9 +70,14 @@ func TestTunnelDashboard(t *testing.T) {
 			t.Errorf("the dashboard does not graph %s (no %s in its body)", m.Name, graphed)
 		}
 	}
-	alarmID, _ := s.only(t, "AWS::CloudWatch::Alarm")
-	if !strings.Contains(body, "${"+alarmID+".Arn}") {
-		t.Errorf("the dashboard does not show the alarm %s:\n%s", alarmID, body)
+	stuck := ""
+	for _, name := range s.ids("AWS::CloudWatch::Alarm") {
+		if s.Resources[name].Properties["MetricName"] == cloudmetrics.TunnelsRetrying.Name {
+			stuck = name
+		}
+	}
+	if !strings.Contains(body, "${"+stuck+".Arn}") {
+		t.Errorf("the dashboard does not show the alarm %s:\n%s", stuck, body)
 	}
 	if url := render(s.Outputs["TunnelDashboardUrl"].Value); !strings.HasSuffix(url, "#dashboards:name=${"+id+"}") {
 		t.Errorf("output TunnelDashboardUrl is %s, want a link to dashboard %s", url, id)

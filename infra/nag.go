@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -14,7 +15,7 @@ import (
 // suppress records the cdk-nag AwsSolutions findings this design accepts,
 // each on the resources it concerns only and with the reason a reviewer
 // needs. Anything else cdk-nag finds fails the synth.
-func suppress(cfg Config, api awsapigateway.RestApi, fns *Functions, tunnel *TunnelService) {
+func suppress(cfg Config, data *Data, api awsapigateway.RestApi, fns *Functions, tunnel *TunnelService, auditEvents *AuditEvents) {
 	accept(api, "AwsSolutions-APIG2", "Each function validates its request against the contract and answers 400 naming the field (openapi.yaml); "+
 		"API Gateway models would repeat that schema and answer in a body of their own.")
 	if !cfg.WAF {
@@ -43,6 +44,14 @@ func suppress(cfg Config, api awsapigateway.RestApi, fns *Functions, tunnel *Tun
 	for _, fn := range fns.Routes {
 		accept(fn.Role(), "AwsSolutions-IAM5", xray, "Resource::*")
 	}
+	accept(auditEvents.Function.Role(), "AwsSolutions-IAM5", xray, "Resource::*")
+	accept(auditEvents.Function.Role(), "AwsSolutions-IAM5", "dynamodb:ListStreams is authorized on the table's streams "+
+		"(<table ARN>/stream/*, AWS's documented policy for a function of a DynamoDB stream); Lambda's event source mapping "+
+		"calls it. The records themselves (DescribeStream, GetRecords, GetShardIterator) are granted on this stream's ARN alone.",
+		"Resource::<"+logicalID(data.Table)+".Arn>/stream/*")
+	accept(auditEvents.DeadLetters, "AwsSolutions-SQS3", "This queue is itself the dead-letter queue: the on-failure "+
+		"destination of the stream's event source mapping and the rule target's dead-letter queue. Nothing consumes it but an "+
+		"operator after its alarm; a queue behind it would be one more to watch. Messages wait 14 days, SQS's longest.")
 
 	accept(tunnel.Service.TaskDefinition(), "AwsSolutions-ECS2", "The container's environment holds no secret: the table's name, "+
 		"the credentials key's ARN, the listen address and the denied ranges. AWS access comes from the task role.")
@@ -52,6 +61,12 @@ func suppress(cfg Config, api awsapigateway.RestApi, fns *Functions, tunnel *Tun
 		"accepts the internet on its listener ports only; the tasks accept the load balancer only.")
 	accept(tunnel.LogBucket, "AwsSolutions-S1", "This bucket holds the load balancer's access logs; logging access to it "+
 		"would need a bucket of its own, and so on.")
+}
+
+// logicalID is the logical id of a construct's CloudFormation resource, as
+// cdk-nag names it in a finding's appliesTo.
+func logicalID(c constructs.IConstruct) string {
+	return *awscdk.Stack_Of(c).GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
 }
 
 // publicRoutes are why each public route of the route table (Public: no

@@ -8,7 +8,10 @@ import (
 )
 
 // NewStack is all of sshdeck in one stack: its data, the REST API and its
-// functions, the tunnel service. Its outputs are the two URLs clients use.
+// functions, the tunnel service, and the audit records' events (the event
+// bus, the stream's consumer, the audit log, their dead letters and
+// alarms). Its outputs are the two URLs clients use, and the names a
+// deployment needs to operate it.
 // The cdk-nag AwsSolutions checks run over it on every synth; a finding
 // that is not suppressed (with its reason, in nag.go) fails the synth.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
@@ -20,7 +23,9 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	fns := newFunctions(stack, cfg, data)
 	api := newAPI(stack, cfg, fns)
 	tunnel := newTunnelService(stack, cfg, data)
-	metrics := newTunnelMetrics(stack, cfg)
+	alarms := newAlarmTopic(stack)
+	metrics := newTunnelMetrics(stack, cfg, alarms)
+	auditEvents := newAuditEvents(stack, cfg, data, alarms)
 	if cfg.WAF {
 		newWAF(stack, cfg, api, tunnel.Service.LoadBalancer().LoadBalancerArn())
 	}
@@ -44,7 +49,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 			"#dashboards:name=" + *metrics.Dashboard.DashboardName()),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("TunnelsStuckAlarmArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("the alarm on tunnels stuck retrying, for an SNS topic or another tool (or give context alarmTopicArn)"),
+		Description: jsii.String("the alarm on tunnels stuck retrying (it notifies AlarmTopicArn)"),
 		Value:       metrics.StuckRetrying.AlarmArn(),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
@@ -52,12 +57,29 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 		Value:       data.Table.TableName(),
 	})
 
+	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the EventBridge bus of the audit records' events (source sshdeck): add rules to it to route them"),
+		Value:       auditEvents.Bus.EventBusName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("EventBusArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the EventBridge bus's ARN, for rules and policies in other stacks or accounts"),
+		Value:       auditEvents.Bus.EventBusArn(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("AuditLogGroup"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the CloudWatch Logs group that keeps every audit event (one log event each)"),
+		Value:       auditEvents.Archive.LogGroupName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("the SNS topic of the stack's alarms: subscribe to it (aws sns subscribe --protocol email ...)"),
+		Value:       alarms.TopicArn(),
+	})
+
 	// The constructs' own outputs say the same URLs under generated names.
 	api.Node().TryRemoveChild(jsii.String("Endpoint"))
 	tunnel.Service.Node().TryRemoveChild(jsii.String("LoadBalancerDNS"))
 	tunnel.Service.Node().TryRemoveChild(jsii.String("ServiceURL"))
 
-	suppress(cfg, api, fns, tunnel)
+	suppress(cfg, data, api, fns, tunnel, auditEvents)
 	awscdk.Aspects_Of(stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	return stack
 }

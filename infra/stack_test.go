@@ -51,8 +51,7 @@ var (
 		// (guard_test.go checks this template too).
 		"logRetentionDays": 731,
 		// cdk.json gives a boolean, -c a string.
-		"waf":           false,
-		"alarmTopicArn": testAlarmTopicARN,
+		"waf": false,
 	}}
 )
 
@@ -329,7 +328,7 @@ func TestOutputs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			names := slices.Sorted(maps.Keys(s.Outputs))
-			if want := []string{"BaseUrl", "TableName", "TunnelDashboardUrl", "TunnelLoadBalancer", "TunnelUrl", "TunnelsStuckAlarmArn"}; !slices.Equal(names, want) {
+			if want := []string{"AlarmTopicArn", "AuditLogGroup", "BaseUrl", "EventBusArn", "EventBusName", "TableName", "TunnelDashboardUrl", "TunnelLoadBalancer", "TunnelUrl", "TunnelsStuckAlarmArn"}; !slices.Equal(names, want) {
 				t.Errorf("outputs %v, want %v", names, want)
 			}
 			apiID, _ := s.only(t, "AWS::ApiGateway::RestApi")
@@ -350,6 +349,16 @@ func TestOutputs(t *testing.T) {
 			}
 			if got := refID(s.Outputs["TableName"].Value); got != tableID {
 				t.Errorf("TableName is %s, want a Ref to the table %s", render(s.Outputs["TableName"].Value), tableID)
+			}
+			busID, _ := s.only(t, "AWS::Events::EventBus")
+			topicID, _ := s.only(t, "AWS::SNS::Topic")
+			for output, want := range map[string]string{
+				"EventBusName": "${" + busID + "}", "EventBusArn": "${" + busID + ".Arn}",
+				"AuditLogGroup": "${" + s.auditLogGroup(t) + "}", "AlarmTopicArn": "${" + topicID + "}",
+			} {
+				if got := render(s.Outputs[output].Value); got != want {
+					t.Errorf("%s is %s, want %s", output, got, want)
+				}
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 // Package cloudtest is what a deployed Lambda function of sshdeck sees,
-// run on loopback: DynamoDB (dynamotest, minidyn), KMS (kmstest), GitHub's
-// releases API and a remote alerts list (upstreamtest), and the environment
+// run on loopback: DynamoDB (dynamotest, minidyn), KMS (kmstest),
+// EventBridge (eventstest), GitHub's releases API and a remote alerts list
+// (upstreamtest), and the environment
 // that names them to a function exactly as the CDK stack does; and the
 // fixture the sample events in events/ were written for (events/README.md).
 // The replay tests of functions/ use it in process, the Lambda benchmark
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sshdeck/sshdeck/internal/dynamotest"
+	"github.com/sshdeck/sshdeck/internal/eventstest"
 	"github.com/sshdeck/sshdeck/internal/kmstest"
 	"github.com/sshdeck/sshdeck/internal/upstreamtest"
 	"github.com/sshdeck/sshdeck/shared/accounts"
@@ -34,11 +36,14 @@ import (
 	"github.com/sshdeck/sshdeck/shared/store/dynamo"
 )
 
-// Cloud is DynamoDB, KMS and the upstream services on loopback, and the
-// store and sealer over them.
+// Cloud is DynamoDB, KMS, EventBridge and the upstream services on
+// loopback, and the store and sealer over them.
 type Cloud struct {
 	Dynamo *dynamotest.Server
 	KMS    *kmstest.Server
+	// Events is EventBridge, where audit-events puts the audit records on
+	// the bus EventBus.
+	Events *eventstest.Server
 	GitHub *upstreamtest.GitHub
 	Alerts *upstreamtest.Alerts
 	// Store is the DynamoDB store over Dynamo's table, Sealer seals with
@@ -50,13 +55,17 @@ type Cloud struct {
 // RemoteAlert is the one alert of the remote alerts list.
 const RemoteAlert = `[{"id":"remote-1","title":"New client release","message":"Version 3 is out.","expiresAt":"2099-06-01T00:00:00Z","priority":"low","type":"success","actionUrl":"https://example.com/v3","actionText":"Download"}]`
 
+// EventBus is the bus of Env's SSHDECK_EVENT_BUS: the CDK stack's is named
+// after the stack, Sshdeck by default.
+const EventBus = "Sshdeck"
+
 // New starts the services, with an empty table, until Close.
 func New(ctx context.Context) (*Cloud, error) {
 	d, err := dynamotest.New(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{Dynamo: d, KMS: kmstest.New(), GitHub: upstreamtest.NewGitHub(), Alerts: upstreamtest.NewAlerts()}
+	c := &Cloud{Dynamo: d, KMS: kmstest.New(), Events: eventstest.New(), GitHub: upstreamtest.NewGitHub(), Alerts: upstreamtest.NewAlerts()}
 	c.Alerts.Set(200, RemoteAlert)
 	c.Store = dynamo.New(c.Dynamo.Client, c.Dynamo.Table)
 	c.Sealer = secret.NewSealer(secret.NewKMSKeyring(c.KMS.Client(), c.KMS.KeyID))
@@ -78,28 +87,35 @@ func Start(t testing.TB) *Cloud {
 func (c *Cloud) Close() {
 	c.Alerts.Close()
 	c.GitHub.Close()
+	c.Events.Close()
 	c.KMS.Close()
 	c.Dynamo.Close()
 }
 
 // Env is the environment that names the services to a function, as the CDK
 // stack names the real ones (NAME=value): the table, region and credentials
-// of dynamotest.Server.Env, the KMS key and endpoint, the releases
-// repository and API, and the remote alerts list.
+// of dynamotest.Server.Env, the KMS key and endpoint, the event bus and
+// EventBridge's endpoint, the releases repository and API, and the remote
+// alerts list. (The stack tells each function only the settings it reads;
+// the others ignore the rest.)
 func (c *Cloud) Env() []string {
 	return append(c.Dynamo.Env(),
 		"SSHDECK_KMS_KEY_ID="+c.KMS.KeyID,
 		"AWS_ENDPOINT_URL_KMS="+c.KMS.URL,
+		"SSHDECK_EVENT_BUS="+EventBus,
+		"AWS_ENDPOINT_URL_EVENTBRIDGE="+c.Events.URL,
 		"SSHDECK_RELEASES_REPO=acme/deck",
 		"SSHDECK_RELEASES_API_URL="+c.GitHub.URL,
 		"SSHDECK_ALERTS_URL="+c.Alerts.URL,
 	)
 }
 
-// Reset forgets the calls that DynamoDB and KMS have counted.
+// Reset forgets the calls that DynamoDB and KMS have counted, and the
+// events EventBridge took.
 func (c *Cloud) Reset() {
 	c.Dynamo.ResetCalls()
 	c.KMS.ResetCalls()
+	c.Events.Reset()
 }
 
 // The fixture the sample events were written for (events/README.md): the
@@ -353,6 +369,14 @@ func ReadEvent(dir, name string) (events.APIGatewayProxyRequest, error) {
 func ReadAuthorizerEvent(dir, name string) (events.APIGatewayCustomAuthorizerRequestTypeRequest, error) {
 	var ev events.APIGatewayCustomAuthorizerRequestTypeRequest
 	err := readJSON(filepath.Join(dir, "authorizer", name+".json"), &ev)
+	return ev, err
+}
+
+// ReadStreamEvent reads the DynamoDB Streams event dir/<name>.json
+// (audit-events.json).
+func ReadStreamEvent(dir, name string) (events.DynamoDBEvent, error) {
+	var ev events.DynamoDBEvent
+	err := readJSON(filepath.Join(dir, name+".json"), &ev)
 	return ev, err
 }
 

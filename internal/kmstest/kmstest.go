@@ -8,7 +8,6 @@ package kmstest
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"maps"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/sshdeck/sshdeck/internal/awsjson"
 )
 
 // region is the region of the fake's key ARNs; clients may name any.
@@ -59,7 +60,7 @@ func (s *Server) Close() { s.srv.Close() }
 
 // NewKey makes another key and returns its ARN.
 func (s *Server) NewKey() string {
-	id, master := newUUID(), make([]byte, 32)
+	id, master := awsjson.UUID(), make([]byte, 32)
 	rand.Read(master)
 	s.mu.Lock()
 	s.keys[id] = master
@@ -109,13 +110,4 @@ func (s *Server) masterKey(keyID string) (string, []byte, bool) {
 	defer s.mu.Unlock()
 	key, ok := s.keys[id]
 	return id, key, ok
-}
-
-func newUUID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
-	h := hex.EncodeToString(b)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

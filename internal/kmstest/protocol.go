@@ -2,76 +2,35 @@ package kmstest
 
 import (
 	"crypto/rand"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/sshdeck/sshdeck/internal/awsjson"
 )
 
-// The AWS JSON 1.1 protocol: every call is POST / with the operation in
-// X-Amz-Target, bodies are JSON with blobs as base64 strings (which is how
-// encoding/json writes []byte), and errors are 400 with the error's name in
-// __type.
-const (
-	contentType  = "application/x-amz-json-1.1"
-	targetPrefix = "TrentService."
-)
+// targetPrefix is KMS's in X-Amz-Target.
+const targetPrefix = "TrentService."
 
-// apiError is an error response body.
-type apiError struct {
-	Type    string `json:"__type"`
-	Message string `json:"message"`
+func validation(format string, args ...any) *awsjson.Error {
+	return awsjson.Errorf("ValidationException", format, args...)
 }
 
-func validation(format string, args ...any) *apiError {
-	return &apiError{"ValidationException", fmt.Sprintf(format, args...)}
-}
-
-func notFound(keyID string) *apiError {
-	return &apiError{"NotFoundException", fmt.Sprintf("Key '%s' does not exist", keyID)}
+func notFound(keyID string) *awsjson.Error {
+	return awsjson.Errorf("NotFoundException", "Key '%s' does not exist", keyID)
 }
 
 func (s *Server) handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		op, _ := strings.CutPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
-		s.mu.Lock()
-		s.calls[op]++
-		s.mu.Unlock()
-
-		var out any
-		var err *apiError
-		switch {
-		case r.Method != http.MethodPost || r.URL.Path != "/":
-			err = &apiError{"UnknownOperationException", "requests are POST /"}
-		case op == "GenerateDataKey":
-			out, err = call(r, s.generateDataKey)
-		case op == "Decrypt":
-			out, err = call(r, s.decrypt)
-		default:
-			err = &apiError{"UnknownOperationException", fmt.Sprintf("the fake does not serve %q", r.Header.Get("X-Amz-Target"))}
-		}
-
-		w.Header().Set("Content-Type", contentType)
-		w.Header().Set("X-Amzn-Requestid", newUUID())
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			out = err
-		}
-		json.NewEncoder(w).Encode(out)
-	})
-}
-
-// call decodes a request body into In and runs op on it.
-func call[In, Out any](r *http.Request, op func(*In) (*Out, *apiError)) (any, *apiError) {
-	in := new(In)
-	if err := json.NewDecoder(r.Body).Decode(in); err != nil {
-		return nil, &apiError{"SerializationException", err.Error()}
+	return awsjson.Service{
+		Prefix: targetPrefix,
+		Operations: map[string]awsjson.Operation{
+			"GenerateDataKey": awsjson.Call(s.generateDataKey),
+			"Decrypt":         awsjson.Call(s.decrypt),
+		},
+		Count: func(op string) {
+			s.mu.Lock()
+			s.calls[op]++
+			s.mu.Unlock()
+		},
 	}
-	out, err := op(in)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 type generateDataKeyIn struct {
@@ -87,7 +46,7 @@ type generateDataKeyOut struct {
 	KeyId          string
 }
 
-func (s *Server) generateDataKey(in *generateDataKeyIn) (*generateDataKeyOut, *apiError) {
+func (s *Server) generateDataKey(in *generateDataKeyIn) (*generateDataKeyOut, *awsjson.Error) {
 	if in.KeyId == "" {
 		return nil, validation("1 validation error detected: Value null at 'keyId' failed to satisfy constraint: Member must not be null")
 	}
@@ -131,7 +90,7 @@ type decryptOut struct {
 	EncryptionAlgorithm string
 }
 
-func (s *Server) decrypt(in *decryptIn) (*decryptOut, *apiError) {
+func (s *Server) decrypt(in *decryptIn) (*decryptOut, *awsjson.Error) {
 	if len(in.CiphertextBlob) == 0 {
 		return nil, validation("1 validation error detected: Value at 'ciphertextBlob' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
@@ -142,7 +101,7 @@ func (s *Server) decrypt(in *decryptIn) (*decryptOut, *apiError) {
 			return nil, notFound(in.KeyId)
 		}
 	}
-	invalid := &apiError{"InvalidCiphertextException", "The ciphertext is invalid, or was made with another encryption context."}
+	invalid := &awsjson.Error{Type: "InvalidCiphertextException", Message: "The ciphertext is invalid, or was made with another encryption context."}
 	// A blob naming a key this server never made is as undecryptable as a
 	// corrupted one.
 	id, err := blobKey(in.CiphertextBlob)
@@ -154,7 +113,7 @@ func (s *Server) decrypt(in *decryptIn) (*decryptOut, *apiError) {
 		return nil, invalid
 	}
 	if named != "" && named != id {
-		return nil, &apiError{"IncorrectKeyException", "The key ID in the request does not identify a CMK that can perform this operation."}
+		return nil, &awsjson.Error{Type: "IncorrectKeyException", Message: "The key ID in the request does not identify a CMK that can perform this operation."}
 	}
 	plaintext, err := unwrap(master, in.CiphertextBlob, in.EncryptionContext)
 	if err != nil {

@@ -12,12 +12,16 @@
 //   - a Lambda function of a route: OpenTable, DynamoDB and KMS with the
 //     function role's credentials from the environment (shared/lambdaapp
 //     adds the route's handler);
-//   - the authorizer function: Authorizer, the table and the authenticator.
+//   - the authorizer function: Authorizer, the table and the authenticator;
+//   - the consumer of the table's stream: auditapp.AuditEvents, an
+//     EventBridge client and no store at all (in a package of its own,
+//     shared/app/auditapp, which only that function links).
 //
-// The three entry points share every piece; they are apart so that a
-// binary links only what it runs: no function links the embedded store or
-// the SDK's credential chain, and the authorizer links no KMS client and no
-// handler (app builds none: shared/api does, over an App).
+// The entry points share every piece; they are apart so that a binary
+// links only what it runs: no function links the embedded store or the
+// SDK's credential chain, the authorizer links no KMS client and no
+// handler (app builds none: shared/api does, over an App), and the stream's
+// consumer none of those nor the store's client.
 package app
 
 import (
@@ -179,15 +183,36 @@ func tableStore(awsCfg aws.Config, cfg config.Config) *dynamo.Store {
 // CheckLambda fails with a sentence naming the first setting a Lambda
 // function is missing; needKey for a function that handles credentials.
 func CheckLambda(cfg config.Config, needKey bool) error {
+	if err := checkLambdaAWS(cfg); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Table == "":
+		return config.Missing(config.Table, "name the DynamoDB table of sshdeck")
+	case needKey && cfg.KMSKeyID == "":
+		return config.Missing(config.KMSKeyID, "name the KMS key that wraps credential data keys")
+	}
+	return nil
+}
+
+// LambdaAWS is the AWS configuration of a Lambda function from its
+// environment (the region, the role's credentials), for a function that
+// opens no table (auditapp); it fails naming a missing setting.
+func LambdaAWS(cfg config.Config) (aws.Config, error) {
+	if err := checkLambdaAWS(cfg); err != nil {
+		return aws.Config{}, err
+	}
+	return awsConfig(context.Background(), cfg, Options{})
+}
+
+// checkLambdaAWS fails with a sentence naming the first of Lambda's own
+// settings that is missing: the region and the role's credentials.
+func checkLambdaAWS(cfg config.Config) error {
 	switch {
 	case cfg.AWS.Region == "":
 		return config.Missing(config.AWSRegion, "Lambda sets it; elsewhere name the region of the table")
 	case cfg.AWS.AccessKeyID == "" || cfg.AWS.SecretAccessKey == "":
 		return config.Missing(config.AWSAccessKeyID+" or "+config.AWSSecretAccessKey, "Lambda sets them from the function's role")
-	case cfg.Table == "":
-		return config.Missing(config.Table, "name the DynamoDB table of sshdeck")
-	case needKey && cfg.KMSKeyID == "":
-		return config.Missing(config.KMSKeyID, "name the KMS key that wraps credential data keys")
 	}
 	return nil
 }

@@ -82,6 +82,9 @@ const (
 	AWSSessionToken    = "AWS_SESSION_TOKEN"
 	DynamoDBEndpoint   = "AWS_ENDPOINT_URL_DYNAMODB"
 	KMSEndpoint        = "AWS_ENDPOINT_URL_KMS"
+	// EventBridgeEndpoint is the SDK's own name for EventBridge's
+	// (its service id, EventBridge).
+	EventBridgeEndpoint = "AWS_ENDPOINT_URL_EVENTBRIDGE"
 )
 
 // Defaults of the settings that have one.
@@ -177,8 +180,9 @@ var DefaultLimits = Limits{
 // function role's credentials; elsewhere the SDK's own chain finds them.
 type AWS struct {
 	Region, AccessKeyID, SecretAccessKey, SessionToken string
-	// DynamoDBEndpoint and KMSEndpoint replace the services' endpoints.
-	DynamoDBEndpoint, KMSEndpoint string
+	// DynamoDBEndpoint, KMSEndpoint and EventBridgeEndpoint replace the
+	// services' endpoints.
+	DynamoDBEndpoint, KMSEndpoint, EventBridgeEndpoint string
 }
 
 // FromEnv loads the settings from the process environment.
@@ -208,12 +212,13 @@ func Load(getenv func(string) string) (Config, error) {
 		WebhookSecret:  getenv(WebhookSecret),
 		EventBus:       getenv(EventBus),
 		AWS: AWS{
-			Region:           getenv(AWSRegion),
-			AccessKeyID:      getenv(AWSAccessKeyID),
-			SecretAccessKey:  getenv(AWSSecretAccessKey),
-			SessionToken:     getenv(AWSSessionToken),
-			DynamoDBEndpoint: getenv(DynamoDBEndpoint),
-			KMSEndpoint:      getenv(KMSEndpoint),
+			Region:              getenv(AWSRegion),
+			AccessKeyID:         getenv(AWSAccessKeyID),
+			SecretAccessKey:     getenv(AWSSecretAccessKey),
+			SessionToken:        getenv(AWSSessionToken),
+			DynamoDBEndpoint:    getenv(DynamoDBEndpoint),
+			KMSEndpoint:         getenv(KMSEndpoint),
+			EventBridgeEndpoint: getenv(EventBridgeEndpoint),
 		},
 	}
 	c.Limits = DefaultLimits

@@ -33,6 +33,7 @@ func TestLoad(t *testing.T) {
 		TunnelDenyCIDRs: " 10.0.0.0/8, fd00::1/8 ,", TunnelLeaseTTL: "3s",
 		AWSRegion: "eu-west-1", DynamoDBEndpoint: "http://127.0.0.1:1",
 		LimitHosts: "5", LimitStreams: "2",
+		EventBus: "deck-audit", EventBridgeEndpoint: "http://127.0.0.1:2",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,8 @@ func TestLoad(t *testing.T) {
 	}
 	if c.Data != "/var/lib/sshdeck" || c.Table != "deck" || c.KMSKeyID != "alias/deck" || c.TunnelLeaseTTL != 3*time.Second ||
 		c.AWS.Region != "eu-west-1" || c.AWS.DynamoDBEndpoint != "http://127.0.0.1:1" ||
-		c.Limits.Hosts != 5 || c.Limits.Streams != 2 || c.Limits.Tunnels != DefaultLimits.Tunnels {
+		c.Limits.Hosts != 5 || c.Limits.Streams != 2 || c.Limits.Tunnels != DefaultLimits.Tunnels ||
+		c.EventBus != "deck-audit" || c.AWS.EventBridgeEndpoint != "http://127.0.0.1:2" {
 		t.Errorf("Load = %+v", c)
 	}
 }

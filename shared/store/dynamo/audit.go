@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
+	"github.com/sshdeck/sshdeck/shared/store/dynamo/schema"
 )
 
 // Audit records are items of partitions by month, AUDIT#<yyyy-mm> of the
@@ -23,7 +24,7 @@ import (
 // it on, one Query each.
 
 const (
-	auditPKPrefix      = "AUDIT#"
+	auditPKPrefix      = schema.AuditPartitionPrefix
 	auditActorPKPrefix = "AUDITBY#"
 	auditMonth         = "2006-01"
 	// auditLookback is where a query with no Since starts: beyond any

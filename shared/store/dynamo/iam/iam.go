@@ -10,7 +10,8 @@
 // tokens (the store's Tokens, a Query of the index gsi1: list-tokens, and
 // RevokeUserTokens in change-password and update-user), which also get
 // Query on the index (routeIndexQueries, TokenIndex). The authorizer and
-// the tunnel service never read the index. shared/store/dynamo/README.md
+// the tunnel service never read the index. The consumer of the table's
+// stream (functions/audit-events) touches neither: it reads the stream. shared/store/dynamo/README.md
 // explains each list, call by call.
 //
 // It imports nothing but the standard library (its tests read

@@ -271,3 +271,9 @@ func TunnelServicePolicy() Policy {
 		auditRecords(),
 	}
 }
+
+// AuditEventsPolicy is what the consumer of the table's stream
+// (functions/audit-events) may do on the table and its index: nothing. It
+// reads the audit records from the stream's events, whose read the CDK app
+// grants on the stream alone, and puts them on the event bus.
+func AuditEventsPolicy() Policy { return Policy{} }

@@ -54,7 +54,7 @@ func TestEveryRouteHasPartitions(t *testing.T) {
 // TestPartitionPatterns: each pattern is a whole partition (ALERTS) or a
 // kind of partition (OWNER#*), never everything.
 func TestPartitionPatterns(t *testing.T) {
-	policies := map[string]Policy{"authorizer": AuthorizerPolicy(), "tunnel service": TunnelServicePolicy()}
+	policies := map[string]Policy{"authorizer": AuthorizerPolicy(), "tunnel service": TunnelServicePolicy(), "audit-events": AuditEventsPolicy()}
 	for _, r := range routes.All {
 		policies[r.Name], _ = RoutePolicy(r.Name)
 	}
@@ -157,7 +157,7 @@ func TestLike(t *testing.T) {
 // reach LOGINFAIL#*.
 func TestLoginSecretsOnlyForAccounts(t *testing.T) {
 	counting := []string{"login", "change-password", "enable-totp", "disable-totp"}
-	policies := map[string]Policy{"authorizer": AuthorizerPolicy(), "tunnel service": TunnelServicePolicy()}
+	policies := map[string]Policy{"authorizer": AuthorizerPolicy(), "tunnel service": TunnelServicePolicy(), "audit-events": AuditEventsPolicy()}
 	accounts := map[string]bool{}
 	for _, r := range routes.All {
 		policies[r.Name], _ = RoutePolicy(r.Name)
@@ -204,5 +204,14 @@ func TestIndex(t *testing.T) {
 	}
 	if got := p.Indexes(); !slices.Equal(got, []string{TokenIndex}) {
 		t.Errorf("Indexes() = %v", got)
+	}
+}
+
+// TestAuditEventsTouchesNoItem: the stream's consumer may make no call on
+// the table or its index.
+func TestAuditEventsTouchesNoItem(t *testing.T) {
+	p := AuditEventsPolicy()
+	if len(p) != 0 || len(p.Actions()) != 0 || p.Allows("dynamodb:GetItem", "AUDIT#2026-01") {
+		t.Errorf("AuditEventsPolicy() = %+v, want nothing", p)
 	}
 }

@@ -23,4 +23,8 @@ const (
 	// item without it is of version 1. Whatever reads items other than
 	// through the store (an export, a backfill) branches on it.
 	SchemaVersion = "sv"
+	// AuditPartitionPrefix begins the partition key of every audit record
+	// (AUDIT#<yyyy-mm>): the CDK app's filter of the table's stream lets
+	// only the inserts of such items reach the audit-events function.
+	AuditPartitionPrefix = "AUDIT#"
 )
