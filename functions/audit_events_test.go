@@ -17,6 +17,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/app/auditapp"
 	"github.com/sshdeck/sshdeck/shared/audit"
 	"github.com/sshdeck/sshdeck/shared/config"
+	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/dynamo/iam"
 )
@@ -265,5 +266,48 @@ func TestAuditEventsNeedsItsBus(t *testing.T) {
 	t.Setenv(config.EventBus, "")
 	if _, err := auditapp.AuditEvents(t.Context()); err == nil || !strings.HasPrefix(err.Error(), config.EventBus+" is not set") {
 		t.Errorf("auditapp.AuditEvents without %s: %v", config.EventBus, err)
+	}
+}
+
+// TestAuditEventsOfARoute: the whole path through the real entry points:
+// create-host's function answers its sample event and writes the change's
+// audit record in its transaction; the stream's batch of that insert, given
+// to audit-events, puts its one event on the bus, naming the request.
+func TestAuditEventsOfARoute(t *testing.T) {
+	c := startCloud(t)
+	fixture := seed(t, c.store, c.sealer)
+	event := fixtureEvent(t, fixture, "create-host")
+	r, _ := routes.ByName("create-host")
+	fn, err := entryPoint(r)
+	must(t, err)
+	resp, err := fn(t.Context(), event)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create-host: %d %v: %s", resp.StatusCode, err, resp.Body)
+	}
+	items, err := c.dynamo.Partition(t.Context(), "AUDIT#"+time.Now().UTC().Format("2006-01"))
+	must(t, err)
+	var change []dynamotest.Change
+	for _, item := range items {
+		if id, ok := item["requestId"].(*types.AttributeValueMemberS); ok && id.Value == event.RequestContext.RequestID {
+			change = append(change, dynamotest.Change{Name: "INSERT", Item: item})
+		}
+	}
+	if len(change) != 1 {
+		t.Fatalf("create-host's request left %d audit items, want one", len(change))
+	}
+	c.events.Reset()
+	if out, err := auditFunction(t)(streamEvent(t, change...)); err != nil || len(out.BatchItemFailures) != 0 {
+		t.Fatalf("audit-events: %+v, %v", out, err)
+	}
+	sent := c.events.Events()
+	if len(sent) != 1 {
+		t.Fatalf("%d events, want the create-host's", len(sent))
+	}
+	var detail audit.Record
+	must(t, json.Unmarshal([]byte(sent[0].Detail), &detail))
+	userID, _ := event.RequestContext.Authorizer["userId"].(string)
+	if detail.Action != "create-host" || detail.Actor != userID || detail.RequestID != event.RequestContext.RequestID ||
+		detail.SourceIP != event.RequestContext.Identity.SourceIP || detail.Outcome != "success" || !strings.HasPrefix(detail.Target, "host ") {
+		t.Errorf("the event's detail: %+v", detail)
 	}
 }
