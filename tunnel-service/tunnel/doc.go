@@ -2,7 +2,8 @@
 // between two hosts, supervised, persisted and shared out among service
 // replicas. It serves no HTTP: its API is tunnel-service/tunnelapi, which
 // calls the Manager's exported methods (Connect, Disconnect, Delete,
-// Status, Statuses, Subscribe, Metrics) and nothing else.
+// Status, Statuses, Subscribe, Metrics, and for forwards to the users'
+// machines Via, CheckTarget and Done) and nothing else.
 //
 // A tunnel opens SSH to its source host (through the source's jump hosts,
 // when it has any, hop by hop), SSH to its endpoint host through the
@@ -72,6 +73,10 @@
 //   - metrics.go: those counts written into the tunnel's status (with
 //     each state, and by the heartbeat when they changed), and the
 //     replica's Metrics, for /metrics and CloudWatch;
+//   - via.go: a forward's connections to the user's machine, opened from a
+//     stored via host (its route read again for each, its connection held
+//     from the pool for the session), each target resolved here and
+//     checked; the limits of forwards and forwarded connections per owner;
 //   - status.go: a stored tunnel rendered as the API's status;
 //   - env.go: the settings the environment may change.
 package tunnel

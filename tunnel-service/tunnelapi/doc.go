@@ -9,8 +9,15 @@
 //     the caller's statuses, fed by the owner's one reading
 //     (Manager.Subscribe), its token checked again every 30 s, its life
 //     one hour;
+//   - forward.go: GET /ssh/forward, the WebSocket of a forward to the
+//     caller's machine (shared/forwarding), its via host and target checked
+//     before the upgrade, served over Manager.Via, its token checked again
+//     every 30 s (recheck, which the status stream shares);
 //   - metrics.go: GET /metrics, for an admin token: the tunnels the
 //     replica runs (Manager.Metrics) in Prometheus's text format.
+//
+// Every audited route's request leaves one audit record (authenticated,
+// shared/audit): connect, disconnect, cancel, delete and forward.
 //
 // It holds no tunnel state of its own: what a tunnel is, how a request is
 // checked and what its status says are the engine's.
