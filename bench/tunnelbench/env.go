@@ -21,6 +21,7 @@ import (
 
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/auth"
+	"github.com/sshdeck/sshdeck/shared/hostchain"
 	"github.com/sshdeck/sshdeck/shared/secret"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/shared/store/embedded"
@@ -39,7 +40,8 @@ type env struct {
 	echo             *sshdtest.Echo
 	keyPEM, keyFile  string
 
-	store *embedded.Store
+	store  *embedded.Store
+	sealer *secret.Sealer
 	// manager shares SSH connections between tunnels, as the service
 	// does; dedicated gives each tunnel its own, to measure what a
 	// tunnel alone costs (memory.go).
@@ -101,12 +103,16 @@ func newEnv(ctx context.Context) (_ *env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	e.sealer = secret.NewSealer(keyring)
 	log := slog.New(slog.DiscardHandler)
 	// The service's defaults (keepalives every 15 s, leases of 30 s), as
 	// a deployment runs it, but for the limit of tunnels per user: the
-	// memory measurement starts up to 1000 for its one user.
-	e.manager = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench", Log: log, TunnelLimit: 1_000_000})
-	e.dedicated = tunnel.NewManager(e.store, secret.NewSealer(keyring), tunnel.Options{Holder: "bench-dedicated", Log: log, TunnelLimit: 1_000_000, DedicatedConnections: true})
+	// memory measurement starts up to 1000 for its one user. The served
+	// manager reads the stored hosts, as the service's does: a forward's
+	// via host is one (forward.go).
+	e.manager = tunnel.NewManager(e.store, e.sealer, tunnel.Options{Holder: "bench", Log: log, TunnelLimit: 1_000_000,
+		Hosts: &hostchain.Reader{Store: e.store, Sealer: e.sealer}})
+	e.dedicated = tunnel.NewManager(e.store, e.sealer, tunnel.Options{Holder: "bench-dedicated", Log: log, TunnelLimit: 1_000_000, DedicatedConnections: true})
 	authn := auth.NewAuthenticator(e.store, e.store, nil)
 	admin := auth.NewAdmin(e.store, authn, nil)
 	u, err := admin.AddUser(ctx, "bench", false)

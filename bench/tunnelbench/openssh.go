@@ -23,21 +23,55 @@ import (
 // run on this machine: the connection to the endpoint rides in one to the
 // source, as a relay tunnel's does. What a direct tunnel replaces (issue
 // 19), `ssh -R … endpoint` run on the source itself, is the same without
-// -J: this machine is the source (the echo service listens here).
+// -J: this machine is the source (the echo service listens here). What
+// `sshdeck forward -L` replaces is `ssh -L … source`: this machine is the
+// user's, and the echo service is reached from the source.
 type openSSH struct {
-	cmd    *exec.Cmd
+	*child
 	config string
 	log    string
-	exited chan struct{}
 }
 
 // sshRun says how OpenSSH runs a tunnel.
 type sshRun struct {
 	// oneHop is `ssh -R … endpoint` as run on the source, without -J.
 	oneHop bool
+	// local is `ssh -L 127.0.0.1:PORT:127.0.0.1:SP source`: ssh listens
+	// on the port and the source connects to the echo (one hop; oneHop
+	// is moot).
+	local bool
 	// cipher is forced on every hop (Ciphers in the config, which the
 	// ProxyJump ssh reads too: it gets -F); "" leaves OpenSSH's defaults.
 	cipher string
+}
+
+// child is a process the bench started, in a process group of its own,
+// and killed if the bench dies.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startChild(cmd *exec.Cmd) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(cmd.Path), err)
+	}
+	c := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.exited) }()
+	return c, nil
+}
+
+// stop ends the process and its own children (its process group: ssh's
+// ProxyJump ssh).
+func (c *child) stop() {
+	syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(time.Minute): // not slow but stuck: nothing fails, it is killed
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+	}
 }
 
 // sshConfig writes the ssh_config (-F) naming both hosts, with their host
@@ -78,40 +112,43 @@ func (e *env) sshConfig(cipher string) (string, error) {
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-// startOpenSSH starts the ssh -J -R tunnel (ssh -R with how.oneHop) and
-// returns once the endpoint port accepts connections, with how long that
-// took from the start of ssh.
-func (e *env) startOpenSSH(ctx context.Context, endpointPort int, how sshRun) (*openSSH, time.Duration, error) {
+// startOpenSSH starts the ssh -J -R tunnel (ssh -R with how.oneHop, ssh -L
+// with how.local) and returns once port (the endpoint's, or ssh's own for
+// -L) accepts connections, with how long that took from the start of ssh.
+func (e *env) startOpenSSH(ctx context.Context, port int, how sshRun) (*openSSH, time.Duration, error) {
 	config, err := e.sshConfig(how.cipher)
 	if err != nil {
 		return nil, 0, err
 	}
-	o := &openSSH{config: config, log: filepath.Join(e.dir, fmt.Sprintf("ssh-%d.log", endpointPort)), exited: make(chan struct{})}
+	o := &openSSH{config: config, log: filepath.Join(e.dir, fmt.Sprintf("ssh-%d.log", port))}
 	logFile, err := os.Create(o.log)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer logFile.Close()
 	args := []string{"-F", config}
-	if !how.oneHop {
-		args = append(args, "-J", "source")
+	forward := fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", port, e.echo.Port)
+	switch {
+	case how.local:
+		args = append(args, "-L", forward, "-N", "source")
+	case how.oneHop:
+		args = append(args, "-R", forward, "-N", "endpoint")
+	default:
+		args = append(args, "-J", "source", "-R", forward, "-N", "endpoint")
 	}
-	args = append(args, "-R", fmt.Sprintf("127.0.0.1:%d:127.0.0.1:%d", endpointPort, e.echo.Port), "-N", "endpoint")
-	o.cmd = exec.Command("ssh", args...)
-	o.cmd.Stdout, o.cmd.Stderr = logFile, logFile
-	o.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd := exec.Command("ssh", args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	began := time.Now()
-	if err := o.cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("ssh: %w", err)
+	if o.child, err = startChild(cmd); err != nil {
+		return nil, 0, err
 	}
-	go func() { o.cmd.Wait(); close(o.exited) }()
 	ready := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// No deadline: starting ssh, and the sshd processes it logs in to, takes
 	// what the machine gives it; ssh exits if it cannot log in or forward
 	// (BatchMode, ExitOnForwardFailure), which ends the wait below.
-	go func() { ready <- waitListening(rctx, endpointPort, 0) }()
+	go func() { ready <- waitListening(rctx, port, 0) }()
 	select {
 	case err = <-ready:
 	case <-o.exited:
@@ -124,17 +161,6 @@ func (e *env) startOpenSSH(ctx context.Context, endpointPort int, how sshRun) (*
 		return nil, 0, fmt.Errorf("ssh %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return o, took, nil
-}
-
-// stop kills ssh and its ProxyJump ssh (its process group).
-func (o *openSSH) stop() {
-	syscall.Kill(-o.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-o.exited:
-	case <-time.After(time.Minute): // not slow but stuck: nothing fails, it is killed
-		syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
-		<-o.exited
-	}
 }
 
 var kexCipher = regexp.MustCompile(`kex: client->server cipher: (\S+) MAC: (\S+)`)

@@ -2,6 +2,7 @@ package tunnelbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ type path struct {
 	name string
 	port int
 	// clientPids are the processes of the tunnel's client side besides
-	// this one (OpenSSH's ssh), whose CPU is the tunnel's.
+	// this one (OpenSSH's ssh, sshdeck forward), whose CPU is the tunnel's.
 	clientPids []int
 	// service says the tunnel runs in this process (the tunnel service):
 	// its CPU is this process's beyond what the raw TCP path costs it (the
@@ -61,6 +62,10 @@ const (
 	// the source with no config (-F /dev/null): its cipher is OpenSSH's
 	// default, and so is its reference's.
 	opensshOneHopD = "OpenSSH ssh -R, one hop (as on the source), OpenSSH's default cipher"
+	// Forwards to the user's machine (this one): one SSH hop each, to the
+	// source, plus a WebSocket hop to the tunnel service for sshdeck's.
+	sshdeckForward = "sshdeck forward -L"
+	opensshLocal   = "OpenSSH ssh -L"
 )
 
 // defaultCipher is what OpenSSH 9.2's client and server agree on by
@@ -79,6 +84,8 @@ var contenders = []contender{
 	openSSHPath(opensshJumpD, sshRun{}),
 	directPath,
 	openSSHPath(opensshOneHopD, sshRun{oneHop: true, cipher: defaultCipher}),
+	forwardPath,
+	openSSHPath(opensshLocal, sshRun{local: true, cipher: sameCipher}),
 }
 
 // comparison is a ratio the section reports: path's throughput over ref's
@@ -93,6 +100,7 @@ var comparisons = []comparison{
 	{"same cipher", sshdeckRelay, opensshJump, 1.0},
 	{"same cipher, OpenSSH's default", sshdeckDirect, opensshOneHopD, 0.95},
 	{"each side's defaults", sshdeckRelay, opensshJumpD, 0},
+	{"same cipher", sshdeckForward, opensshLocal, 0},
 }
 
 // openSSHPath is OpenSSH's client doing the tunnel's job (openssh.go).
@@ -206,7 +214,6 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 			pt.stop()
 		}
 	}()
-	var relay *path
 	for _, start := range contenders {
 		pt, err := start(ctx, e, p)
 		if err != nil {
@@ -222,9 +229,6 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 					return nil, fmt.Errorf("%s negotiated %s, not %s: the comparison would not be like with like", pt.name, list(pt.negotiated), pt.cipher)
 				}
 			}
-		}
-		if pt.name == sshdeckRelay {
-			relay = pt
 		}
 	}
 	sshd := []int{e.source.Pid(), e.endpoint.Pid()}
@@ -243,23 +247,35 @@ func (e *env) throughput(ctx context.Context, o report.Options, p *ports, sz siz
 			o.Logf("tunnel: run %d/%d %s: one stream %.0f MB/s, %d streams %.0f MB/s", rep+1, sz.reps, pt.name, s.mbps, sz.streams, m.mbps)
 		}
 	}
-	if profiles != "" && relay != nil {
-		f, err := os.Create(filepath.Join(profiles, "tunnel-cpu.pprof"))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return nil, err
-		}
-		_, err1 := measure(ctx, relay, sshd, 1, sz.single)
-		_, err2 := measure(ctx, relay, sshd, sz.streams, sz.each)
-		pprof.StopCPUProfile()
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("profiled run: %v %v", err1, err2)
+	for _, pt := range r.paths {
+		if file, ok := profiled[pt.name]; ok && profiles != "" {
+			if err := profile(ctx, filepath.Join(profiles, file), pt, sshd, sz); err != nil {
+				return nil, fmt.Errorf("%s, profiled run: %w", pt.name, err)
+			}
 		}
 	}
 	return r, nil
+}
+
+// profiled are the paths that the tunnel service in this process carries,
+// and the files of their CPU profiles (ProfileEnv).
+var profiled = map[string]string{sshdeckRelay: "tunnel-cpu.pprof", sshdeckForward: "tunnel-forward-cpu.pprof"}
+
+// profile writes the CPU profile of this process into file while pt
+// carries one run of each load.
+func profile(ctx context.Context, file string, pt *path, sshd []int, sz sizes) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	_, err1 := measure(ctx, pt, sshd, 1, sz.single)
+	_, err2 := measure(ctx, pt, sshd, sz.streams, sz.each)
+	pprof.StopCPUProfile()
+	return errors.Join(err1, err2)
 }
 
 // measure carries n streams of each bytes at once to the echo through pt,
@@ -309,15 +325,27 @@ func cipherNames(negotiated []string) []string {
 	return out
 }
 
-// tunnelCPU is the CPU seconds per GiB of the tunnel's own client side:
-// OpenSSH's ssh processes, or the tunnel service's share of this process
-// (its CPU beyond the raw TCP path's in the same runs).
-func (r *throughputResult) tunnelCPU(samples map[string][]sample, pt *path) float64 {
-	if pt.service {
-		return median(samples[pt.name], func(s sample) float64 { return s.selfCPU }) -
-			median(samples[rawTCP], func(s sample) float64 { return s.selfCPU })
+// serviceCPU is the CPU seconds per GiB of the tunnel service, for a path
+// it carries: its share of this process, the CPU beyond the raw TCP
+// path's in the same runs.
+func serviceCPU(samples map[string][]sample, pt *path) float64 {
+	if !pt.service {
+		return 0
 	}
+	return median(samples[pt.name], func(s sample) float64 { return s.selfCPU }) -
+		median(samples[rawTCP], func(s sample) float64 { return s.selfCPU })
+}
+
+// clientCPU is the CPU seconds per GiB of the tunnel's client processes
+// (OpenSSH's ssh, sshdeck forward).
+func clientCPU(samples map[string][]sample, pt *path) float64 {
 	return median(samples[pt.name], func(s sample) float64 { return s.clientCPU })
+}
+
+// tunnelCPU is the CPU seconds per GiB of the tunnel's own client side:
+// the tunnel service's and its client processes' (for a forward, both).
+func tunnelCPU(samples map[string][]sample, pt *path) float64 {
+	return serviceCPU(samples, pt) + clientCPU(samples, pt)
 }
 
 func (r *throughputResult) path(name string) *path {
@@ -339,18 +367,25 @@ func (r *throughputResult) section() report.Section {
 	}
 	var tables []report.Table
 	for _, l := range loads {
-		t := report.Table{Header: []string{l.what, "cipher", "MB/s each way (median)", "min–max", "CPU s/GiB: the tunnel's client side", "both sshd", "bench process"}}
+		t := report.Table{Header: []string{l.what, "cipher", "MB/s each way (median)", "min–max",
+			"CPU s/GiB: tunnel service", "tunnel's client processes", "both sshd", "bench process"}}
 		for _, pt := range r.paths {
 			ss := l.samples[pt.name]
 			lo, hi := spread(ss, mbps)
-			client, cipher := fmt.Sprintf("%.2f", r.tunnelCPU(l.samples, pt)), pt.cipher
+			service, client, cipher := "–", "–", pt.cipher
+			if pt.service {
+				service = fmt.Sprintf("%.2f", serviceCPU(l.samples, pt))
+			}
+			if len(pt.clientPids) > 0 {
+				client = fmt.Sprintf("%.2f", clientCPU(l.samples, pt))
+			}
 			switch {
 			case pt.name == rawTCP:
-				client, cipher = "–", "–"
+				cipher = "–"
 			case cipher == "":
 				cipher = "defaults: " + list(cipherNames(pt.negotiated))
 			}
-			t.Add(pt.name, cipher, fmt.Sprintf("%.0f", median(ss, mbps)), fmt.Sprintf("%.0f–%.0f", lo, hi), client,
+			t.Add(pt.name, cipher, fmt.Sprintf("%.0f", median(ss, mbps)), fmt.Sprintf("%.0f–%.0f", lo, hi), service, client,
 				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.sshdCPU })),
 				fmt.Sprintf("%.2f", median(ss, func(s sample) float64 { return s.selfCPU })))
 		}
@@ -377,7 +412,7 @@ func (r *throughputResult) section() report.Section {
 			goal += ": **" + verdict + "**"
 		}
 		goals.Add(fmt.Sprintf("%s against %s (%s)", pt.name, ref.name, c.what), fmt.Sprintf("%.2f", one), fmt.Sprintf("%.2f", many),
-			fmt.Sprintf("%.2f / %.2f", r.tunnelCPU(r.single, pt), r.tunnelCPU(r.single, ref)), goal)
+			fmt.Sprintf("%.2f / %.2f", tunnelCPU(r.single, pt), tunnelCPU(r.single, ref)), goal)
 	}
 	tables = append(tables, goals)
 	var neg []string
@@ -393,20 +428,32 @@ func (r *throughputResult) section() report.Section {
 straight to the echo port; OpenSSH, `+"`ssh -F <config> -J source -R 127.0.0.1:EP:127.0.0.1:SP endpoint -N`"+`
 (what a relay tunnel replaces, through the same sshd pair); an sshdeck relay tunnel,
 connected through the tunnel service's HTTP API; OpenSSH `+"`ssh -R`"+` without -J, as run on
-the source itself (what a direct tunnel replaces); and the first OpenSSH path again with
-OpenSSH's default cipher. Every SSH path but the last runs %s on every connection: forced
-on OpenSSH's client (`+"`Ciphers`"+` in its config, read by the ProxyJump ssh too), x/crypto's
-first choice on sshdeck's; the bench stops if sshd's log shows anything else. Every stream sends
-n random bytes, half-closes, and checks that the echo brings back the same (SHA-256). MB/s
-is 10^6 bytes a second each way (n sent and n received at once); the median of %d runs, the
-paths taking turns, all up at once over the same two sshd, the same data sizes and the same
-cores (GOMAXPROCS %d, no pinning). CPU is user + system seconds per GiB carried each way. The
-tunnel's client side is OpenSSH's ssh processes (/proc/<pid>/stat), or for sshdeck the tunnel
-service: the bench process's CPU (getrusage) beyond what the raw TCP runs cost it, which is
-the streams' generation, hashing and echo, alike on every path.
+the source itself (what a direct tunnel replaces); the first OpenSSH path again with
+OpenSSH's default cipher; an sshdeck direct tunnel (the service runs OpenSSH's `+"`ssh -N -R`"+`
+on the source) and the one-hop OpenSSH path with the same default cipher. Then forwards to
+this machine, standing for the user's: `+"`sshdeck forward -L LP:127.0.0.1:SP --via source`"+`,
+the real binary as a process of its own, the source stored as the bench user's host: forward
+process → one WebSocket (yamux streams) over loopback HTTP → the in-process tunnel service →
+a direct-tcpip channel of its SSH connection to the source (from its pool: the relay
+tunnel's, idle meanwhile) → the source's sshd → echo; against OpenSSH
+`+"`ssh -N -L LP:127.0.0.1:SP source`"+`: ssh → the source's sshd → echo. One SSH hop in both,
+and a WebSocket hop more in sshdeck's. A path whose cipher column says
+%s runs it on every SSH connection: forced on OpenSSH's client
+(`+"`Ciphers`"+` in its config, read by the ProxyJump ssh too), x/crypto's first choice on
+sshdeck's; the others run OpenSSH's defaults on both sides; the bench stops if sshd's log
+shows anything else. Every stream sends n random bytes, half-closes, and checks that the echo
+brings back the same (SHA-256). MB/s is 10^6 bytes a second each way (n sent and n received
+at once); the median of %d runs, the paths taking turns, all up at once over the same two
+sshd, the same data sizes and the same cores (GOMAXPROCS %d, no pinning). CPU is user +
+system seconds per GiB carried each way. The tunnel service's is the bench process's CPU
+(getrusage) beyond what the raw TCP runs cost it, which is the streams' generation, hashing
+and echo, alike on every path. The tunnel's client processes are OpenSSH's ssh, or the
+`+"`sshdeck forward`"+` process (/proc/<pid>/stat); the ssh that a direct tunnel runs on the
+source counts under sshd. A comparison's CPU adds the two.
 
-Negotiated (sshd's DEBUG1 log, client → server cipher of each SSH connection):
-%s.`, "`"+sameCipher+"`", r.sz.reps, r.gomaxprocs, strings.Join(neg, ". ")),
+Negotiated (sshd's DEBUG1 log, client → server cipher of each SSH connection; for %s,
+every connection the service made to the source, one of which it rides):
+%s.`, "`"+sameCipher+"`", r.sz.reps, r.gomaxprocs, sshdeckForward, strings.Join(neg, ". ")),
 		Tables: tables,
 	}
 }

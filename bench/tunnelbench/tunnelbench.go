@@ -1,9 +1,10 @@
 // Package tunnelbench is the "tunnel" group of sshdeck's bench: the
-// throughput of a tunnel (one stream, 16 in parallel) against raw TCP and
-// OpenSSH doing the same job through the same sshd pair, the time from a
-// connect request to `connected`, the memory an idle tunnel holds, and the
-// service with 16 users at their limits (64 tunnels, 4 status streams
-// each) against the Fargate task's CPU and memory (tenancy.go).
+// throughput of a tunnel and of a forward to the user's machine (one
+// stream, 16 in parallel) against raw TCP and OpenSSH doing the same job
+// through the same sshd, the time from a connect request to `connected`,
+// the memory an idle tunnel holds, and the service with 16 users at their
+// limits (64 tunnels, 4 status streams each) against the Fargate task's
+// CPU and memory (tenancy.go).
 package tunnelbench
 
 import (
@@ -23,8 +24,10 @@ import (
 var Group = report.Group{Name: "tunnel", Run: run}
 
 // ProfileEnv names a directory to write profiles into: the CPU profile of
-// the process while sshdeck tunnels carry the throughput streams
-// (tunnel-cpu.pprof), and the heap and goroutine profiles with the most
+// the process while an sshdeck relay tunnel carries the throughput streams
+// (tunnel-cpu.pprof) and while its tunnel service carries a forward's
+// (tunnel-forward-cpu.pprof: the service's side only, the forward being a
+// process of its own), and the heap and goroutine profiles with the most
 // idle tunnels up (tunnel-idle-heap.pprof, tunnel-idle-goroutine.pprof).
 const ProfileEnv = "SSHDECK_BENCH_PROFILE_DIR"
 

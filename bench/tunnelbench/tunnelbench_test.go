@@ -41,7 +41,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, table := range tp.Tables[:2] {
 		rows := rowsByName(t, table)
-		for _, name := range []string{rawTCP, opensshJump, sshdeckRelay, opensshOneHop, opensshJumpD, sshdeckDirect, opensshOneHopD} {
+		for _, name := range []string{rawTCP, opensshJump, sshdeckRelay, opensshOneHop, opensshJumpD, sshdeckDirect, opensshOneHopD, sshdeckForward, opensshLocal} {
 			row, ok := rows[name]
 			if !ok {
 				t.Errorf("%s: no row %q", table.Header[0], name)
@@ -62,6 +62,17 @@ func TestQuick(t *testing.T) {
 					t.Errorf("%s: the defaults row says %q", table.Header[0], row[1])
 				}
 			}
+			// The tunnel service's CPU for the paths it carries, the client
+			// processes' for OpenSSH's and a forward's (both, for a
+			// forward): figures, else "–". At these sizes a figure may be
+			// within a clock tick of 0, or below it.
+			service := name == sshdeckRelay || name == sshdeckDirect || name == sshdeckForward
+			client := name != rawTCP && (!service || name == sshdeckForward)
+			for col, want := range map[int]bool{4: service, 5: client} {
+				if _, err := strconv.ParseFloat(row[col], 64); (err == nil) != want || !want && row[col] != "–" {
+					t.Errorf("%s: %s's %s is %q", table.Header[0], name, table.Header[col], row[col])
+				}
+			}
 		}
 	}
 	goals := rowsByName(t, tp.Tables[2])
@@ -72,7 +83,7 @@ func TestQuick(t *testing.T) {
 		positive(t, name+" × one stream", row[1])
 		positive(t, name+" × streams", row[2])
 	}
-	for _, name := range []string{opensshJump, sshdeckRelay, opensshOneHop, sshdeckDirect, opensshOneHopD} {
+	for _, name := range []string{opensshJump, sshdeckRelay, opensshOneHop, sshdeckDirect, opensshOneHopD, sshdeckForward, opensshLocal} {
 		if !strings.Contains(tp.Text, name+": OpenSSH_") && !strings.Contains(tp.Text, name+": Go: ") {
 			t.Errorf("throughput text names no negotiated cipher for %q:\n%s", name, tp.Text)
 		}

@@ -45,7 +45,7 @@ func echoServer(t *testing.T) string {
 
 // service serves forwards over a real WebSocket, opening each connection
 // with a plain TCP dial, refusing targets named "denied.test".
-func service(t *testing.T) (url string, closeAll func()) {
+func service(t testing.TB) (url string, closeAll func()) {
 	t.Helper()
 	dial := func(ctx context.Context, target string) (net.Conn, error) {
 		if strings.HasPrefix(target, "denied.test:") {
@@ -75,7 +75,7 @@ func service(t *testing.T) (url string, closeAll func()) {
 	}
 }
 
-func dial(t *testing.T, url string) *forwarding.Session {
+func dial(t testing.TB, url string) *forwarding.Session {
 	t.Helper()
 	s, _, err := forwarding.Dial(context.Background(), nil, url, nil)
 	if err != nil {
@@ -173,4 +173,60 @@ func TestKeepAliveInsideTheIdleTimeout(t *testing.T) {
 	if 2*forwarding.KeepAlive > config.TunnelIdleTimeout {
 		t.Errorf("keepalive every %s, the load balancer's idle timeout %s: want at least two pings within it", forwarding.KeepAlive, config.TunnelIdleTimeout)
 	}
+}
+
+// sink accepts connections and counts the bytes they send into done, once
+// each connection ends.
+func sink(b testing.TB) (addr string, done <-chan int64) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	counts := make(chan int64, 1)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				n, _ := io.Copy(io.Discard, c)
+				c.Close()
+				counts <- n
+			}()
+		}
+	}()
+	return l.Addr().String(), counts
+}
+
+// BenchmarkSession is one connection's throughput through a forward's
+// session over a real WebSocket on loopback, without SSH: what the
+// session's framing (yamux in WebSocket messages) costs on its own. On the
+// 2-core machine of BENCHMARKS.md it carried 300 to 390 MB/s, about three
+// times what a forward through an SSH hop does (the tunnel bench's
+// "sshdeck forward -L"): the SSH hop, not the session, bounds a forward.
+// go test -run '^$' -bench Session -count 5 ./shared/forwarding/
+func BenchmarkSession(b *testing.B) {
+	url, _ := service(b)
+	s := dial(b, url)
+	target, done := sink(b)
+	c, err := s.Open(context.Background(), target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := make([]byte, 32<<10)
+	b.SetBytes(int64(len(chunk)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.(interface{ CloseWrite() error }).CloseWrite()
+	if n := <-done; n != int64(b.N*len(chunk)) {
+		b.Fatalf("the target got %d bytes of %d", n, b.N*len(chunk))
+	}
+	b.StopTimer()
+	c.Close()
 }
