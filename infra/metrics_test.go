@@ -40,8 +40,8 @@ func TestTunnelsStuckRetryingAlarm(t *testing.T) {
 		t.Fatal("no alarm on TunnelsRetrying")
 	}
 	for _, property := range []string{"AlarmActions", "OKActions"} {
-		if got := strings.Join(strs(alarm.Properties[property]), " "); got != "${"+topic+"}" {
-			t.Errorf("alarm %s: %s %s, want the alarm topic %s", id, property, got, topic)
+		if actions := list(alarm.Properties[property]); len(actions) != 1 || refID(actions[0]) != topic {
+			t.Errorf("alarm %s: %s %v, want the alarm topic %s", id, property, actions, topic)
 		}
 	}
 	if got := render(s.Outputs["TunnelsStuckAlarmArn"].Value); got != "${"+id+".Arn}" {
