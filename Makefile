@@ -102,7 +102,7 @@ $(CDK): infra/package.json infra/package-lock.json
 docker-check:
 	@docker info >/dev/null 2>&1 || { echo "make deploy builds the tunnel service's image: it needs a running Docker engine (docker info failed)"; exit 1; }
 
-## bench: measure the local API, the Lambda functions and the tunnels into BENCHMARKS.md (ONLY=api,lambda,tunnel; BASELINE=REV adds an A/B of the API against sshdeck at git revision REV)
+## bench: measure the local API, the Lambda functions, the tunnels and the audit records' cost into BENCHMARKS.md (ONLY=api,lambda,tunnel,audit; BASELINE=REV adds an A/B of the API against sshdeck at git revision REV)
 # The machine should be otherwise idle: every figure is wall-clock.
 ONLY ?=
 BASELINE ?=

@@ -1,9 +1,10 @@
-// Command bench measures sshdeck (the local API, the Lambda functions and
-// the tunnels) and writes the figures into BENCHMARKS.md, each with the
-// command that reproduces it and the machine it ran on. `make bench` runs
-// every group; `go run ./bench -only tunnel` runs one and rewrites only its
-// part of the file; `-baseline REV` adds an A/B comparison of one API route
-// with sshdeck built at the git revision REV.
+// Command bench measures sshdeck (the local API, the cost of its audit
+// trail, the Lambda functions and the tunnels) and writes the figures into
+// BENCHMARKS.md, each with the command that reproduces it and the machine
+// it ran on. `make bench` runs every group; `go run ./bench -only tunnel`
+// runs one and rewrites only its part of the file; `-baseline REV` adds an
+// A/B comparison of one API route with sshdeck built at the git revision
+// REV.
 package main
 
 import (
@@ -18,13 +19,14 @@ import (
 	"strings"
 
 	"github.com/sshdeck/sshdeck/bench/apibench"
+	"github.com/sshdeck/sshdeck/bench/auditbench"
 	"github.com/sshdeck/sshdeck/bench/lambdabench"
 	"github.com/sshdeck/sshdeck/bench/report"
 	"github.com/sshdeck/sshdeck/bench/tunnelbench"
 )
 
 // groups are run in this order, and written in this order.
-var groups = []report.Group{apibench.Group, lambdabench.Group, tunnelbench.Group}
+var groups = []report.Group{apibench.Group, auditbench.Group, lambdabench.Group, tunnelbench.Group}
 
 func main() {
 	out := flag.String("out", "BENCHMARKS.md", "the file to write the figures into (the part of each group run is replaced, the rest is kept)")
