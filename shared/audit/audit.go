@@ -95,9 +95,9 @@ func (rec *Recorder) Begin(ctx context.Context, actor, action, target, requestID
 // Finish ends the request's note: when no store write took it, it writes
 // it alone, a failure when err is not nil, and marks it written, so that a
 // request that finishes early (a forward, recorded once it is open) is
-// recorded once. A record that cannot be
-// written is logged (without a credential: records hold none) and does not
-// change the request's answer: the change, if any, was made.
+// recorded once. A record that cannot be written is logged (without a
+// credential: records hold none) and does not change the request's
+// answer: the change, if any, was made.
 func (rec *Recorder) Finish(ctx context.Context, n *sshdeck.AuditNote, err error) {
 	if n.Written() {
 		return
