@@ -13,12 +13,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/forwarding"
 )
 
@@ -132,29 +134,9 @@ func fakeDial(ctx context.Context, target string) (net.Conn, error) {
 	return (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 }
 
-// echoServer answers every connection with what it sent, until it
-// half-closes.
+// echoServer is the address of an echo service (sshdtest.StartEcho).
 func echoServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-				c.Close()
-			}()
-		}
-	}()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sshdtest.StartEcho(t)))
 }
 
 // eventLog records a forward's events and lets a test wait for one.

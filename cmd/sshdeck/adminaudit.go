@@ -30,8 +30,8 @@ type auditedAdmin struct {
 // adminSource is the source address of the admin commands' records.
 const adminSource = "local"
 
-// do runs op as the command action on target, recorded.
-func (a auditedAdmin) do(ctx context.Context, action, target string, op func(context.Context) error) error {
+// audited runs op, the command action on target, recorded as a's.
+func audited[T any](a auditedAdmin, ctx context.Context, action, target string, op func(context.Context) (T, error)) (T, error) {
 	actor := a.actor
 	if actor == "" {
 		actor, _ = ctx.Value(actorKey{}).(string)
@@ -40,83 +40,74 @@ func (a auditedAdmin) do(ctx context.Context, action, target string, op func(con
 		actor = "cli:unknown"
 	}
 	ctx, note := a.rec.Begin(ctx, actor, action, target, cliRequestID(), adminSource)
-	err := op(ctx)
+	v, err := op(ctx)
 	a.rec.Finish(ctx, note, err)
-	return err
+	return v, err
 }
 
-func (a auditedAdmin) AddUser(ctx context.Context, name string, isAdmin bool) (u *sshdeck.User, err error) {
-	err = a.do(ctx, "user-add", "user named "+name, func(ctx context.Context) error {
-		u, err = a.admin.AddUser(ctx, name, isAdmin)
-		return err
+func (a auditedAdmin) AddUser(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {
+	return audited(a, ctx, "user-add", "user named "+name, func(ctx context.Context) (*sshdeck.User, error) {
+		return a.admin.AddUser(ctx, name, isAdmin)
 	})
-	return u, err
 }
 
-func (a auditedAdmin) SetDisabled(ctx context.Context, name string, disabled bool) (u *sshdeck.User, revoked []*sshdeck.Token, err error) {
+func (a auditedAdmin) SetDisabled(ctx context.Context, name string, disabled bool) (*sshdeck.User, []*sshdeck.Token, error) {
 	action := "user-enable"
 	if disabled {
 		action = "user-disable"
 	}
-	err = a.do(ctx, action, "user named "+name, func(ctx context.Context) error {
+	var revoked []*sshdeck.Token
+	u, err := audited(a, ctx, action, "user named "+name, func(ctx context.Context) (u *sshdeck.User, err error) {
 		u, revoked, err = a.admin.SetDisabled(ctx, name, disabled)
-		return err
+		return u, err
 	})
 	return u, revoked, err
 }
 
-func (a auditedAdmin) SetAdmin(ctx context.Context, name string, isAdmin bool) (u *sshdeck.User, err error) {
-	err = a.do(ctx, "user-set-admin", "user named "+name, func(ctx context.Context) error {
-		u, err = a.admin.SetAdmin(ctx, name, isAdmin)
-		return err
+func (a auditedAdmin) SetAdmin(ctx context.Context, name string, isAdmin bool) (*sshdeck.User, error) {
+	return audited(a, ctx, "user-set-admin", "user named "+name, func(ctx context.Context) (*sshdeck.User, error) {
+		return a.admin.SetAdmin(ctx, name, isAdmin)
 	})
-	return u, err
 }
 
-func (a auditedAdmin) SetPassword(ctx context.Context, name, password string) (u *sshdeck.User, err error) {
-	err = a.do(ctx, "user-passwd", "user named "+name, func(ctx context.Context) error {
-		u, err = a.admin.SetPassword(ctx, name, password)
-		return err
+func (a auditedAdmin) SetPassword(ctx context.Context, name, password string) (*sshdeck.User, error) {
+	return audited(a, ctx, "user-passwd", "user named "+name, func(ctx context.Context) (*sshdeck.User, error) {
+		return a.admin.SetPassword(ctx, name, password)
 	})
-	return u, err
 }
 
-func (a auditedAdmin) CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (bearer string, t *sshdeck.Token, err error) {
-	err = a.do(ctx, "token-create", "a token of user named "+userName, func(ctx context.Context) error {
+func (a auditedAdmin) CreateScopedToken(ctx context.Context, userName, label string, scopes []sshdeck.Scope, ttl time.Duration) (string, *sshdeck.Token, error) {
+	var bearer string
+	t, err := audited(a, ctx, "token-create", "a token of user named "+userName, func(ctx context.Context) (t *sshdeck.Token, err error) {
 		bearer, t, err = a.admin.CreateScopedToken(ctx, userName, label, scopes, ttl)
-		return err
+		return t, err
 	})
 	return bearer, t, err
 }
 
-func (a auditedAdmin) RevokeToken(ctx context.Context, id string) (t *sshdeck.Token, err error) {
-	err = a.do(ctx, "token-revoke", "token "+id, func(ctx context.Context) error {
-		t, err = a.admin.RevokeToken(ctx, id)
-		return err
+func (a auditedAdmin) RevokeToken(ctx context.Context, id string) (*sshdeck.Token, error) {
+	return audited(a, ctx, "token-revoke", "token "+id, func(ctx context.Context) (*sshdeck.Token, error) {
+		return a.admin.RevokeToken(ctx, id)
 	})
-	return t, err
 }
 
-func (a auditedAdmin) RevokeAll(ctx context.Context, userName string) (list []auth.TokenInfo, err error) {
-	err = a.do(ctx, "token-revoke-all", "every token of user named "+userName, func(ctx context.Context) error {
-		list, err = a.admin.RevokeAll(ctx, userName)
-		return err
+func (a auditedAdmin) RevokeAll(ctx context.Context, userName string) ([]auth.TokenInfo, error) {
+	return audited(a, ctx, "token-revoke-all", "every token of user named "+userName, func(ctx context.Context) ([]auth.TokenInfo, error) {
+		return a.admin.RevokeAll(ctx, userName)
 	})
-	return list, err
 }
 
-func (a auditedAdmin) PublishAlert(ctx context.Context, in *alerts.Input) (al *sshdeck.Alert, err error) {
-	err = a.do(ctx, "alert-publish", "a new alert", func(ctx context.Context) error {
-		al, err = a.admin.PublishAlert(ctx, in)
-		return err
+func (a auditedAdmin) PublishAlert(ctx context.Context, in *alerts.Input) (*sshdeck.Alert, error) {
+	return audited(a, ctx, "alert-publish", "a new alert", func(ctx context.Context) (*sshdeck.Alert, error) {
+		return a.admin.PublishAlert(ctx, in)
 	})
-	return al, err
 }
 
 func (a auditedAdmin) DeleteAlert(ctx context.Context, id string) error {
-	return a.do(ctx, "alert-delete", "alert "+id, func(ctx context.Context) error {
-		return a.admin.DeleteAlert(ctx, id)
+	_, err := audited(a, ctx, "alert-delete", "alert "+id, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, a.admin.DeleteAlert(ctx, id)
 	})
+	return err
 }
 
 type actorKey struct{}

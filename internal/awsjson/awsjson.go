@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"testing"
 )
 
 // ContentType is the protocol's content type, of requests and answers.
@@ -94,4 +95,28 @@ func UUID() string {
 	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
 	h := hex.EncodeToString(b)
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// Post sends one call of the protocol by hand to the fake at url, as a
+// client other than the Go SDK would, and returns the answer's status and
+// its body decoded; it fails t when the answer is not the protocol's.
+// The fakes' wire-format tests use it.
+func Post(t testing.TB, url, target, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/", strings.NewReader(body))
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("X-Amz-Target", target)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != ContentType {
+		t.Errorf("%s: Content-Type %q", target, ct)
+	}
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s: body: %v", target, err)
+	}
+	return resp.StatusCode, out
 }

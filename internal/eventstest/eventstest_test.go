@@ -1,9 +1,7 @@
 package eventstest_test
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sshdeck/sshdeck/internal/awsjson"
 	"github.com/sshdeck/sshdeck/internal/eventstest"
 )
 
@@ -22,22 +21,7 @@ func TestWireFormat(t *testing.T) {
 	s := eventstest.Start(t)
 	post := func(target, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, s.URL+"/", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-		req.Header.Set("X-Amz-Target", target)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if ct := resp.Header.Get("Content-Type"); ct != "application/x-amz-json-1.1" {
-			t.Errorf("%s: Content-Type %q", target, ct)
-		}
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatalf("%s: body: %v", target, err)
-		}
-		return resp.StatusCode, out
+		return awsjson.Post(t, s.URL, target, body)
 	}
 
 	status, out := post("AWSEvents.PutEvents", `{"Entries":[`+

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"maps"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
+	"github.com/sshdeck/sshdeck/internal/awsjson"
 	"github.com/sshdeck/sshdeck/internal/kmstest"
 )
 
@@ -25,22 +24,7 @@ func TestWireFormat(t *testing.T) {
 	s := kmstest.Start(t)
 	post := func(target, body string) (int, map[string]any) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, s.URL+"/", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-		req.Header.Set("X-Amz-Target", target)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if ct := resp.Header.Get("Content-Type"); ct != "application/x-amz-json-1.1" {
-			t.Errorf("%s: Content-Type %q", target, ct)
-		}
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatalf("%s: body: %v", target, err)
-		}
-		return resp.StatusCode, out
+		return awsjson.Post(t, s.URL, target, body)
 	}
 
 	status, gen := post("TrentService.GenerateDataKey", `{"KeyId":"`+s.KeyID+`","KeySpec":"AES_256","EncryptionContext":{"purpose":"test"}}`)

@@ -68,7 +68,18 @@ func RoundTrip(port int, n int64) error {
 	if err != nil {
 		return err
 	}
+	return RoundTripConn(c, n)
+}
+
+// RoundTripConn is RoundTrip over a connection to an echo service made by
+// other means (a tunnel's, a forward's), which must half-close (CloseWrite,
+// as TCP connections, SSH channels and multiplexer streams do); it closes c.
+func RoundTripConn(c net.Conn, n int64) error {
 	defer c.Close()
+	half, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		return fmt.Errorf("a %T cannot half-close", c)
+	}
 	sent, received := sha256.New(), sha256.New()
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], uint64(n))
@@ -78,7 +89,7 @@ func RoundTrip(port int, n int64) error {
 		defer close(done)
 		_, writeErr = io.Copy(c, io.TeeReader(io.LimitReader(rand.NewChaCha8(seed), n), sent))
 		if writeErr == nil {
-			writeErr = c.(*net.TCPConn).CloseWrite()
+			writeErr = half.CloseWrite()
 		}
 	}()
 	got, err := io.Copy(received, c)

@@ -19,6 +19,7 @@ import (
 	"github.com/sshdeck/sshdeck/shared/alerts"
 	"github.com/sshdeck/sshdeck/shared/app"
 	"github.com/sshdeck/sshdeck/shared/audit"
+	"github.com/sshdeck/sshdeck/shared/audit/auditroute"
 	"github.com/sshdeck/sshdeck/shared/auth"
 	"github.com/sshdeck/sshdeck/shared/files"
 	"github.com/sshdeck/sshdeck/shared/hosts"
@@ -196,11 +197,10 @@ func captures(pattern, path string) bool {
 // the route's name for the request log.
 //
 // A request of an audited route that got past authentication (a login
-// always does) carries an audit note, and leaves one record however it
-// ends (audit.Recorder): a refused scope is a failure of the caller's.
+// always does) leaves one record however it ends (auditroute.Run):
+// a refused scope is a failure of the caller's.
 func (s *Server) route(route routes.Route) http.Handler {
 	h := s.handlers[route.Name]
-	audited := s.cfg.Audit != nil && route.Audited()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.NoteRequest(r, route.Name, "")
 		var caller sshdeck.Principal
@@ -212,24 +212,9 @@ func (s *Server) route(route routes.Route) http.Handler {
 			}
 			web.NoteRequest(r, route.Name, caller.UserID)
 		}
-		var note *sshdeck.AuditNote
-		if audited {
-			var ctx context.Context
-			ctx, note = s.cfg.Audit.Begin(r.Context(), caller.UserID, route.Name, r.URL.Path, web.RequestID(r.Context()), audit.SourceIP(r, false))
-			r = r.WithContext(ctx)
-		}
-		var err error
-		if !caller.Can(route.Scope) {
-			err = sshdeck.MissingScope(route.Scope, route.Method, route.Path)
-		} else {
-			err = h(w, r, caller)
-		}
-		// A public route's request refused before it named anyone (a
-		// login's malformed body) leaves no record: no one may fill the
-		// trail without trying a credential.
-		if note != nil && !(route.Public && sshdeck.ErrorCode(err) == sshdeck.Invalid) {
-			s.cfg.Audit.Finish(r.Context(), note, err)
-		}
+		err := auditroute.Run(s.cfg.Audit, r, route, caller, audit.SourceIP(r, false), func(r *http.Request) error {
+			return h(w, r, caller)
+		})
 		if err != nil {
 			web.WriteError(w, r, s.log, err)
 		}

@@ -5,7 +5,7 @@
 // (Event: EventBridge in AWS, webhooks locally).
 //
 // A request's change is recorded once: the route wrappers of both
-// services Begin a note for every write route, the service passes
+// services begin a note for every write route (auditroute.Run), the service passes
 // sshdeck.AuditCommit(ctx) to the one store write that is the change, and
 // the store writes the record in that write's transaction (the stores'
 // audit.go). Finish writes the record alone when no store write did: a

@@ -1,46 +1,26 @@
 package forwarding_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/config"
 	"github.com/sshdeck/sshdeck/shared/forwarding"
 )
 
-// echoServer answers every connection with what it sent, until it
-// half-closes.
+// echoServer is the address of an echo service (sshdtest.StartEcho).
 func echoServer(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(c, c)
-				c.(*net.TCPConn).CloseWrite()
-				c.Close()
-			}()
-		}
-	}()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sshdtest.StartEcho(t)))
 }
 
 // service serves forwards over a real WebSocket, opening each connection
@@ -99,16 +79,8 @@ func TestParallelConnectionsCarryEveryByte(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			defer c.Close()
-			data := make([]byte, 64<<10+i)
-			rand.Read(data)
-			go func() {
-				c.Write(data)
-				c.(interface{ CloseWrite() error }).CloseWrite()
-			}()
-			got, err := io.ReadAll(c)
-			if err != nil || !bytes.Equal(got, data) {
-				t.Errorf("connection %d: %d bytes back (%v), want the %d sent", i, len(got), err, len(data))
+			if err := sshdtest.RoundTripConn(c, int64(64<<10+i)); err != nil {
+				t.Errorf("connection %d: %v", i, err)
 			}
 		}()
 	}

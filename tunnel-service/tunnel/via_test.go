@@ -1,12 +1,8 @@
 package tunnel_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -22,30 +18,6 @@ import (
 
 // Forwards to the user's machine (via.go): connections opened from a
 // stored via host to targets, through the real OpenSSH hosts of a World.
-
-// echoThrough writes n random bytes on conn (an echo service's connection)
-// and checks that the same come back.
-func echoThrough(conn net.Conn, n int) error {
-	defer conn.Close()
-	sent := make([]byte, n)
-	rand.Read(sent)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := conn.Write(sent)
-		errc <- err
-	}()
-	got := make([]byte, n)
-	if _, err := io.ReadFull(conn, got); err != nil {
-		return fmt.Errorf("read back %d bytes: %w", n, err)
-	}
-	if err := <-errc; err != nil {
-		return err
-	}
-	if !bytes.Equal(sent, got) {
-		return errors.New("the bytes that came back differ from those sent")
-	}
-	return nil
-}
 
 func refusal(t *testing.T, err error, code string) {
 	t.Helper()
@@ -87,7 +59,7 @@ func TestVia(t *testing.T) {
 			wg.Go(func() {
 				conn, err := v.Dial(ctx, target)
 				if err == nil {
-					err = echoThrough(conn, 256<<10)
+					err = sshdtest.RoundTripConn(conn, 256<<10)
 				}
 				errs <- err
 			})
@@ -111,7 +83,7 @@ func TestVia(t *testing.T) {
 		if err != nil {
 			t.Fatalf("localhost: %v", err)
 		}
-		if err := echoThrough(conn, 1000); err != nil {
+		if err := sshdtest.RoundTripConn(conn, 1000); err != nil {
 			t.Fatal(err)
 		}
 
@@ -183,7 +155,7 @@ func TestViaLimits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a connection after one closed: %v", err)
 	}
-	if err := echoThrough(c, 1000); err != nil {
+	if err := sshdtest.RoundTripConn(c, 1000); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -224,7 +196,7 @@ func TestViaFollowsItsHost(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return echoThrough(conn, 4096)
+		return sshdtest.RoundTripConn(conn, 4096)
 	}
 	if err := through(); err != nil {
 		t.Fatal(err)
@@ -277,7 +249,7 @@ func TestViaThroughJumpHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := echoThrough(conn, 64<<10); err != nil {
+	if err := sshdtest.RoundTripConn(conn, 64<<10); err != nil {
 		t.Fatal(err)
 	}
 	provePath(t, []*sshdtest.Server{w.jumps[0], w.jumps[1], w.source})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sshdeck/sshdeck/shared/audit"
+	"github.com/sshdeck/sshdeck/shared/audit/auditroute"
 	"github.com/sshdeck/sshdeck/shared/check"
 	"github.com/sshdeck/sshdeck/shared/routes"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -122,7 +123,6 @@ func (s *server) handlers() map[string]http.Handler {
 // got past authentication leaves one audit record, as the base_url API's
 // do (shared/api).
 func (s *server) authenticated(rt routes.Route, h handlerFunc) http.Handler {
-	audited := s.Audit != nil && rt.Audited()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var caller sshdeck.Principal
 		header, err := web.Authorization(r)
@@ -134,20 +134,9 @@ func (s *server) authenticated(rt routes.Route, h handlerFunc) http.Handler {
 			web.WriteError(w, r, s.log, err)
 			return
 		}
-		var note *sshdeck.AuditNote
-		if audited {
-			var ctx context.Context
-			ctx, note = s.Audit.Begin(r.Context(), caller.UserID, rt.Name, r.URL.Path, web.RequestID(r.Context()), audit.SourceIP(r, s.BehindProxy))
-			r = r.WithContext(ctx)
-		}
-		if !caller.Can(rt.Scope) {
-			err = sshdeck.MissingScope(rt.Scope, rt.Method, rt.Path)
-		} else {
-			err = h(w, r, caller.UserID)
-		}
-		if note != nil {
-			s.Audit.Finish(r.Context(), note, err)
-		}
+		err = auditroute.Run(s.Audit, r, rt, caller, audit.SourceIP(r, s.BehindProxy), func(r *http.Request) error {
+			return h(w, r, caller.UserID)
+		})
 		if err != nil {
 			web.WriteError(w, r, s.log, err)
 		}

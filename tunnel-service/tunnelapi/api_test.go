@@ -426,6 +426,28 @@ func (e *apiEnv) tunnelBody(name string) map[string]any {
 	}
 }
 
+// worldTunnelBody is a tunnel through the real hosts of w, as root with
+// its key, both host keys pinned, from its echo service to endpointPort.
+func worldTunnelBody(w *tunneltest.World, name string, endpointPort int) map[string]any {
+	return map[string]any{
+		"name":             name,
+		"sourceIP":         "127.0.0.1",
+		"sourceSSHPort":    w.Source.Port,
+		"sourceUsername":   "root",
+		"sourceSSHKey":     w.Key,
+		"sourceHostKey":    ssh.FingerprintSHA256(w.Source.HostKey),
+		"endpointIP":       "127.0.0.1",
+		"endpointSSHPort":  w.Endpoint.Port,
+		"endpointUsername": "root",
+		"endpointSSHKey":   w.Key,
+		"endpointHostKey":  string(ssh.MarshalAuthorizedKey(w.Endpoint.HostKey)),
+		"sourcePort":       w.EchoPort,
+		"endpointPort":     endpointPort,
+		"maxRetries":       3,
+		"retryInterval":    100,
+	}
+}
+
 // withFields returns a copy of body with the given fields set (name, value
 // pairs); the value fieldAbsent removes the field.
 func withFields(body map[string]any, kv ...any) map[string]any {
@@ -1358,23 +1380,7 @@ func TestAPITunnelThroughRealHosts(t *testing.T) {
 	e := newAPIEnv(t, apiSetup{world: w})
 	e.secret(w.Key)
 	port := sshdtest.FreePort(t)
-	body := map[string]any{
-		"name":             "real",
-		"sourceIP":         "127.0.0.1",
-		"sourceSSHPort":    w.Source.Port,
-		"sourceUsername":   "root",
-		"sourceSSHKey":     w.Key,
-		"sourceHostKey":    ssh.FingerprintSHA256(w.Source.HostKey),
-		"endpointIP":       "127.0.0.1",
-		"endpointSSHPort":  w.Endpoint.Port,
-		"endpointUsername": "root",
-		"endpointSSHKey":   w.Key,
-		"endpointHostKey":  string(ssh.MarshalAuthorizedKey(w.Endpoint.HostKey)),
-		"sourcePort":       w.EchoPort,
-		"endpointPort":     port,
-		"maxRetries":       3,
-		"retryInterval":    100,
-	}
+	body := worldTunnelBody(w, "real", port)
 	e.connect(e.alice, body)
 	st := e.waitStatus(e.alice, "real", "connected", func(st tunnel.Status) bool { return st.Status == sshdeck.TunnelConnected })
 	if st.ErrorType != nil || st.RetryCount != 0 {

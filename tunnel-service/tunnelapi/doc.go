@@ -12,7 +12,7 @@
 //   - forward.go: GET /ssh/forward, the WebSocket of a forward to the
 //     caller's machine (shared/forwarding), its via host and target checked
 //     before the upgrade, served over Manager.Via, its token checked again
-//     every 30 s (recheck, which the status stream shares);
+//     every 30 s (stream.go's recheck, as the status stream's is);
 //   - metrics.go: GET /metrics, for an admin token: the tunnels the
 //     replica runs (Manager.Metrics) in Prometheus's text format.
 //

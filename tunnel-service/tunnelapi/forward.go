@@ -65,13 +65,18 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, owner string) e
 		}
 	}()
 	conn, err := forwarding.Accept(ctx, w, r)
+	// The forward's record now, not when it ends, hours later; a failed
+	// upgrade, which Accept answered itself, as the failure it is.
+	if note := sshdeck.AuditOf(r.Context()); note != nil {
+		var failed error
+		if err != nil {
+			failed = sshdeck.Errorf(sshdeck.Invalid, "the WebSocket upgrade failed")
+		}
+		s.Audit.Finish(r.Context(), note, failed)
+	}
 	if err != nil {
 		s.log.Info("forward: the WebSocket upgrade failed", "request_id", web.RequestID(r.Context()), "error", err.Error())
 		return nil // Accept answered
-	}
-	// The forward is open: its record now, not when it ends, hours later.
-	if note := sshdeck.AuditOf(r.Context()); note != nil {
-		s.Audit.Finish(r.Context(), note, nil)
 	}
 	go s.recheck(ctx, cancel, r.Header.Get("Authorization"), owner, "forward")
 	if err := forwarding.Serve(ctx, conn, via.Dial, s.log); err != nil {
@@ -80,34 +85,12 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, owner string) e
 	return nil
 }
 
-// recheck checks a long-lived request's token every StreamRecheck and
-// cancels it once the token no longer authenticates (revoked, expired, its
-// user disabled or gone). A store that does not answer is logged, and the
-// request goes on until the next check.
-func (s *server) recheck(ctx context.Context, cancel context.CancelFunc, header, owner, what string) {
-	t := time.NewTicker(s.streamRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		caller, err := s.verify(ctx, header)
-		if sshdeck.ErrorCode(err) == sshdeck.Unauthorized || err == nil && caller.UserID != owner {
-			s.log.Info(what+" ends: its token no longer authenticates", "request_id", web.RequestID(ctx))
-			cancel()
-			return
-		}
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn(what+" cannot check its token; it goes on until the next check", "request_id", web.RequestID(ctx), "error", err.Error())
-		}
-	}
-}
-
-// isWebSocket reports whether r asks to be upgraded to a WebSocket.
+// isWebSocket reports whether r asks to be upgraded to a WebSocket (RFC
+// 6455 4.2.1): checked here so that a request that is none gets the
+// contract's error body, not the plain text of a failed Accept.
 func isWebSocket(r *http.Request) bool {
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || r.Header.Get("Sec-WebSocket-Key") == "" ||
+		r.Header.Get("Sec-WebSocket-Version") != "13" {
 		return false
 	}
 	for _, v := range r.Header.Values("Connection") {

@@ -1,11 +1,8 @@
 package tunnelapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -13,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/forwarding"
 	"github.com/sshdeck/sshdeck/shared/hosts"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
@@ -62,21 +60,6 @@ func (e *apiEnv) dialForward(token, via, target string) (*forwarding.Session, er
 	return s, err
 }
 
-func echoes(t *testing.T, conn net.Conn, n int) {
-	t.Helper()
-	defer conn.Close()
-	sent := make([]byte, n)
-	rand.Read(sent)
-	go conn.Write(sent)
-	got := make([]byte, n)
-	if _, err := io.ReadFull(conn, got); err != nil {
-		t.Fatalf("read back: %v", err)
-	}
-	if !bytes.Equal(sent, got) {
-		t.Fatal("the bytes that came back differ from those sent")
-	}
-}
-
 // TestAPIForwardRefusedBeforeUpgrade: a missing via, a host that is not
 // the caller's, a target that does not parse or is in a denied range, and
 // a request that is no WebSocket, each answer the contract's error body.
@@ -89,6 +72,10 @@ func TestAPIForwardRefusedBeforeUpgrade(t *testing.T) {
 	e.get(e.forwardPath("web", "169.254.169.254:80"), e.alice).wantError(t, http.StatusBadRequest, sshdeck.Forbidden, "in the denied range 169.254.0.0/16")
 	e.get(e.forwardPath("web", "example.com"), e.alice).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "want host:port")
 	e.get(e.forwardPath("web", echo), e.alice).wantError(t, http.StatusBadRequest, sshdeck.Invalid, "takes a WebSocket")
+	// An upgrade without its key is no WebSocket's either: the contract's
+	// body, not the plain text of a failed handshake.
+	e.do("GET", e.forwardPath("web", echo), e.alice, "", nil, "Connection", "Upgrade", "Upgrade", "websocket").
+		wantError(t, http.StatusBadRequest, sshdeck.Invalid, "takes a WebSocket")
 	if _, err := e.dialForward(e.bob, "web", ""); err == nil {
 		t.Error("bob opened a forward through alice's host")
 	}
@@ -114,7 +101,9 @@ func TestAPIForward(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			echoes(t, conn, 512<<10)
+			if err := sshdtest.RoundTripConn(conn, 512<<10); err != nil {
+				t.Error(err)
+			}
 		}()
 	}
 	for range 8 {
@@ -136,7 +125,9 @@ func TestAPIForward(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the session after refusals: %v", err)
 	}
-	echoes(t, conn, 1000)
+	if err := sshdtest.RoundTripConn(conn, 1000); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestAPIForwardEnds: a session ends when its token is revoked (within

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/sshdeck/sshdeck/internal/sshdtest"
 	"github.com/sshdeck/sshdeck/shared/sshdeck"
 	"github.com/sshdeck/sshdeck/tunnel-service/internal/tunneltest"
@@ -40,20 +38,7 @@ func TestAPIMetrics(t *testing.T) {
 	stream, closeStream := e.openStream(e.alice)
 	defer closeStream()
 	port := sshdtest.FreePort(t)
-	e.connect(e.alice, map[string]any{
-		"name":             "web",
-		"sourceIP":         "127.0.0.1",
-		"sourceSSHPort":    w.Source.Port,
-		"sourceUsername":   "root",
-		"sourceSSHKey":     w.Key,
-		"sourceHostKey":    ssh.FingerprintSHA256(w.Source.HostKey),
-		"endpointIP":       "127.0.0.1",
-		"endpointSSHPort":  w.Endpoint.Port,
-		"endpointUsername": "root",
-		"endpointSSHKey":   w.Key,
-		"sourcePort":       w.EchoPort,
-		"endpointPort":     port,
-	})
+	e.connect(e.alice, worldTunnelBody(w, "web", port))
 	// Bob's tunnel finds no SSH server and waits an hour to retry: it runs
 	// here, not connected, its name a test of the labels' escapes.
 	odd := `we"b\1`

@@ -147,6 +147,31 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, owner string) er
 	}
 }
 
+// recheck checks a long-lived request's token every StreamRecheck and
+// cancels it once the token no longer authenticates (revoked, expired, its
+// user disabled or gone). A store that does not answer is logged, and the
+// request goes on until the next check.
+func (s *server) recheck(ctx context.Context, cancel context.CancelFunc, header, owner, what string) {
+	t := time.NewTicker(s.streamRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		caller, err := s.verify(ctx, header)
+		if sshdeck.ErrorCode(err) == sshdeck.Unauthorized || err == nil && caller.UserID != owner {
+			s.log.Info(what+" ends: its token no longer authenticates", "request_id", web.RequestID(ctx))
+			cancel()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn(what+" cannot check its token; it goes on until the next check", "request_id", web.RequestID(ctx), "error", err.Error())
+		}
+	}
+}
+
 // verify checks a stream's token again, past the authenticator's cache
 // when it can.
 func (s *server) verify(ctx context.Context, header string) (sshdeck.Principal, error) {

@@ -172,18 +172,11 @@ func (a *auditing) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFn
 	if note == nil {
 		return a.API.PutItem(ctx, in, optFns...)
 	}
-	if in.ReturnValues != "" && in.ReturnValues != types.ReturnValueNone {
-		return nil, errors.New("dynamo: an audited PutItem cannot return values")
-	}
-	err := a.single(ctx, note, types.TransactWriteItem{Put: &types.Put{
+	return &dynamodb.PutItemOutput{}, a.single(ctx, note, in.ReturnValues, types.TransactWriteItem{Put: &types.Put{
 		TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
 		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: in.ReturnValuesOnConditionCheckFailure,
 	}}, optFns)
-	if err != nil {
-		return nil, err
-	}
-	return &dynamodb.PutItemOutput{}, nil
 }
 
 func (a *auditing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
@@ -191,18 +184,11 @@ func (a *auditing) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	if note == nil {
 		return a.API.UpdateItem(ctx, in, optFns...)
 	}
-	if in.ReturnValues != "" && in.ReturnValues != types.ReturnValueNone {
-		return nil, errors.New("dynamo: an audited UpdateItem cannot return values")
-	}
-	err := a.single(ctx, note, types.TransactWriteItem{Update: &types.Update{
+	return &dynamodb.UpdateItemOutput{}, a.single(ctx, note, in.ReturnValues, types.TransactWriteItem{Update: &types.Update{
 		TableName: in.TableName, Key: in.Key, UpdateExpression: in.UpdateExpression, ConditionExpression: in.ConditionExpression,
 		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: in.ReturnValuesOnConditionCheckFailure,
 	}}, optFns)
-	if err != nil {
-		return nil, err
-	}
-	return &dynamodb.UpdateItemOutput{}, nil
 }
 
 func (a *auditing) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -210,18 +196,11 @@ func (a *auditing) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput,
 	if note == nil {
 		return a.API.DeleteItem(ctx, in, optFns...)
 	}
-	if in.ReturnValues != "" && in.ReturnValues != types.ReturnValueNone {
-		return nil, errors.New("dynamo: an audited DeleteItem cannot return values")
-	}
-	err := a.single(ctx, note, types.TransactWriteItem{Delete: &types.Delete{
+	return &dynamodb.DeleteItemOutput{}, a.single(ctx, note, in.ReturnValues, types.TransactWriteItem{Delete: &types.Delete{
 		TableName: in.TableName, Key: in.Key, ConditionExpression: in.ConditionExpression,
 		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues,
 		ReturnValuesOnConditionCheckFailure: in.ReturnValuesOnConditionCheckFailure,
 	}}, optFns)
-	if err != nil {
-		return nil, err
-	}
-	return &dynamodb.DeleteItemOutput{}, nil
 }
 
 // TransactWriteItems adds the record's Put to a transaction that is a
@@ -248,8 +227,13 @@ func (a *auditing) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 const maxTransactItems = 100
 
 // single sends one write and the record as a transaction, and maps its
-// cancellation back to what the write alone would have answered.
-func (a *auditing) single(ctx context.Context, note *sshdeck.AuditNote, write types.TransactWriteItem, optFns []func(*dynamodb.Options)) error {
+// cancellation back to what the write alone would have answered. A
+// transaction returns no values: a write that asks for them
+// (returnValues) is no commit point's, and a programming error.
+func (a *auditing) single(ctx context.Context, note *sshdeck.AuditNote, returnValues types.ReturnValue, write types.TransactWriteItem, optFns []func(*dynamodb.Options)) error {
+	if returnValues != "" && returnValues != types.ReturnValueNone {
+		return errors.New("dynamo: an audited write cannot return values")
+	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{write, a.record(note)}}
 	wait := counterBackoff
 	for attempt := 1; ; attempt++ {

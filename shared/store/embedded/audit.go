@@ -20,9 +20,12 @@ import (
 // misses a record committed behind one it has read. Two index buckets
 // answer queries: audit_time, keyed by time (8 bytes of Unix nanoseconds)
 // then id, the order of queries and of their cursors (a page ends at a
-// record's time and id), and audit_actor, keyed by actor, a zero byte,
-// then the same; both hold the sequence. A record past its ExpiresAt is deleted by
-// the writes of later ones, oldest first (purgeAudit).
+// record's time and id), holding the sequence and the record's expiry (8
+// bytes of Unix nanoseconds, 0 for none), and audit_actor, keyed by
+// actor, a zero byte, then the same, holding the sequence. A record past
+// its expiry is deleted by the writes of later ones, oldest first
+// (purgeAudit), which the time index's values tell without decoding a
+// record.
 
 var (
 	bucketAudit      = []byte("audit")
@@ -57,7 +60,7 @@ func putAudit(tx *bolt.Tx, r *sshdeck.AuditRecord) error {
 		return err
 	}
 	at := timeKey(r.Time, r.ID)
-	if err := tx.Bucket(bucketAuditTime).Put(at, u64(seq)); err != nil {
+	if err := tx.Bucket(bucketAuditTime).Put(at, binary.BigEndian.AppendUint64(u64(seq), unixNanos(r.ExpiresAt))); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketAuditActor).Put(actorKey(r.Actor, at), u64(seq))
@@ -71,14 +74,16 @@ func purgeAudit(tx *bolt.Tx, now time.Time) error {
 	records, byTime, byActor := tx.Bucket(bucketAudit), tx.Bucket(bucketAuditTime), tx.Bucket(bucketAuditActor)
 	c := byTime.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		var r auditRecord
-		if _, err := getJSON(records, v, &r); err != nil {
-			return err
-		}
-		if r.ExpiresAt.IsZero() || now.Before(r.ExpiresAt) {
+		seq, expires := v[:8], binary.BigEndian.Uint64(v[8:])
+		if expires == 0 || uint64(now.UnixNano()) < expires {
 			return nil
 		}
-		if err := records.Delete(v); err != nil {
+		// Its actor names its key in the actor index.
+		var r auditRecord
+		if _, err := getJSON(records, seq, &r); err != nil {
+			return err
+		}
+		if err := records.Delete(seq); err != nil {
 			return err
 		}
 		if err := byActor.Delete(actorKey(r.Actor, k)); err != nil {
@@ -107,7 +112,8 @@ func (s *Store) AuditRecords(ctx context.Context, q sshdeck.AuditQuery) ([]*sshd
 		c := index.Cursor()
 		for k, v := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix) && (q.Limit <= 0 || len(out) < q.Limit); k, v = c.Next() {
 			var r auditRecord
-			if ok, err := getJSON(records, v, &r); err != nil || !ok {
+			// Both indexes' values start with the sequence.
+			if ok, err := getJSON(records, v[:8], &r); err != nil || !ok {
 				return err
 			}
 			rec := r.record()
@@ -220,15 +226,20 @@ func (a *auditSignal) signal() {
 
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
+// unixNanos is t in Unix nanoseconds, 0 for the zero time and before
+// 1970 (no record has one).
+func unixNanos(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	return uint64(max(t.UnixNano(), 0))
+}
+
 // timeKey is a record's key in the time index: its time, then its id, so
 // that the index's order is the queries' (time, id) whatever the order of
 // the commits. Times before 1970 are 0: no record has one.
 func timeKey(t time.Time, id string) []byte {
-	ns := uint64(max(t.UnixNano(), 0))
-	if t.IsZero() {
-		ns = 0
-	}
-	return append(u64(ns), id...)
+	return append(u64(unixNanos(t)), id...)
 }
 
 // actorKey is a key of the actor index: actor, a zero byte (no actor holds

@@ -149,3 +149,44 @@ func TestAuditWrittenSignals(t *testing.T) {
 		t.Fatal("three records pending: want one signal standing for them")
 	}
 }
+
+// TestAuditRetention: a write deletes the records expired by its time,
+// oldest first, from the records and both indexes, and keeps the others;
+// the first record not expired stops the purge.
+func TestAuditRetention(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := t.Context()
+	day := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	kept := streamRecord(2, day.Add(48*time.Hour))
+	for _, r := range []*sshdeck.AuditRecord{
+		streamRecord(0, day.Add(time.Hour)), streamRecord(1, day.Add(2*time.Hour)), kept,
+		// Expired too, but after one that is not: kept until the purge
+		// reaches it.
+		streamRecord(3, day.Add(time.Hour)),
+	} {
+		if err := s.PutAuditRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := streamRecord(4, time.Time{})
+	later.Time = day.Add(16 * time.Hour)
+	if err := s.PutAuditRecord(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []sshdeck.AuditQuery{{}, {Actor: "usr_alice"}} {
+		got, err := s.AuditRecords(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range got {
+			ids = append(ids, r.ID[len(r.ID)-1:])
+		}
+		if fmt.Sprint(ids) != "[2 3 4]" {
+			t.Errorf("records of %+v after the purge: %v, want 2, 3 and 4", q, ids)
+		}
+	}
+	if got := streamIDs(t, s, 0); fmt.Sprint(got) != "[3:"+kept.ID+" 4:"+streamRecord(3, day).ID+" 5:"+later.ID+"]" {
+		t.Errorf("the stream after the purge: %v", got)
+	}
+}

@@ -31,8 +31,8 @@
 //	login_secrets        user id → JSON loginSecretsRecord (TOTP sealed)
 //	login_failures       failure key ("name:…", "addr:…") → JSON failureRecord
 //	audit                8-byte big-endian sequence (commit order) → JSON auditRecord
-//	audit_time           8-byte Unix nanoseconds + sequence → sequence
-//	audit_actor          actor + 0x00 + 8-byte Unix nanoseconds + sequence → sequence
+//	audit_time           8-byte Unix nanoseconds + id → sequence + 8-byte expiry (Unix nanoseconds)
+//	audit_actor          actor + 0x00 + 8-byte Unix nanoseconds + id → sequence
 //
 // Values are records of this package's own types, each mapped from and to
 // its sshdeck type by hand in the file of its kind (userRecordOf and
